@@ -1,0 +1,87 @@
+//! The `MaintenanceWindow` custom resource: when no new workspace may start.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, Time};
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Either a one-off window (`start` and `end`) or a recurring one (`schedule` and
+/// `duration`, evaluated in `timeZone`). Times stay strings in the stored object so that a
+/// wrong value is reported by lifeguard's validation with a precise message.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[kube(
+    group = "lifeguard.dev",
+    version = "v1alpha1",
+    kind = "MaintenanceWindow",
+    plural = "maintenancewindows",
+    shortname = "mw",
+    status = "MaintenanceWindowStatus",
+    printcolumn = r#"{"name":"Active","type":"boolean","jsonPath":".status.active"}"#,
+    printcolumn = r#"{"name":"Ends","type":"string","jsonPath":".status.currentOccurrence.end"}"#,
+    printcolumn = r#"{"name":"Next Start","type":"string","jsonPath":".status.nextOccurrence.start"}"#,
+    printcolumn = r#"{"name":"Drain","type":"boolean","jsonPath":".spec.drain"}"#,
+    printcolumn = r#"{"name":"Remaining","type":"integer","jsonPath":".status.workspacesRemaining"}"#,
+    printcolumn = r#"{"name":"Suspended","type":"boolean","jsonPath":".spec.suspend","priority":1}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct MaintenanceWindowSpec {
+    /// One-off window start, RFC 3339 (for example `2026-12-01T22:00:00Z`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<String>,
+    /// One-off window end, RFC 3339; must be after `start`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<String>,
+    /// Recurring window: a 5-field cron expression (minute hour day-of-month month day-of-week).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<String>,
+    /// Length of each recurring occurrence, for example `2h` or `1h30m`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<String>,
+    /// IANA time zone the schedule is read in (default `UTC`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
+    /// Namespaces covered (by their labels); absent or empty covers all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace_selector: Option<LabelSelector>,
+    /// Workspaces covered (by the Workspace's labels, or a workspace pod's labels); absent or empty covers all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_selector: Option<LabelSelector>,
+    /// Shown to whoever is denied during the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Also stop running covered workspaces when the window opens.
+    #[serde(default)]
+    pub drain: bool,
+    /// Let the controller re-create rejected pods of already-admitted workspaces during the window.
+    #[serde(default)]
+    pub allow_recreation: bool,
+    /// Disable the window without deleting it.
+    #[serde(default)]
+    pub suspend: bool,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MaintenanceWindowStatus {
+    #[serde(default)]
+    pub active: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_occurrence: Option<OccurrenceStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_occurrence: Option<OccurrenceStatus>,
+    /// While draining: covered workspaces not yet stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspaces_remaining: Option<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OccurrenceStatus {
+    pub start: Time,
+    pub end: Time,
+}

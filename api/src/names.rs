@@ -1,0 +1,31 @@
+//! Names that several components and users depend on (see `shared/DESIGN.md`).
+
+pub const GROUP: &str = "lifeguard.dev";
+pub const VERSION: &str = "v1alpha1";
+
+/// Label on every workspace pod; its value is the owning Workspace's name.
+pub const WORKSPACE_LABEL: &str = "lifeguard.dev/workspace";
+/// Finalizer the webhook stamps on workspace pods: the pod may not vanish before the
+/// controller has recorded its final state and finished its disposal.
+pub const POD_FINALIZER: &str = "lifeguard.dev/disposal";
+/// Finalizer the controller keeps on a Workspace so that deleting it stops it cleanly.
+pub const WORKSPACE_FINALIZER: &str = "lifeguard.dev/workspace";
+
+/// Prefix of every Prometheus metric lifeguard exports.
+pub const METRIC_PREFIX: &str = "lifeguard_";
+
+/// The pod a Workspace owns. Deterministic, so a re-created pod keeps its name.
+pub fn pod_name(workspace: &str) -> String {
+    format!("ws-{workspace}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pod_name_is_stable_and_prefixed() {
+        assert_eq!(pod_name("alice-dev"), "ws-alice-dev");
+        assert_eq!(pod_name("alice-dev"), pod_name("alice-dev"));
+    }
+}

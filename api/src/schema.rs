@@ -1,0 +1,25 @@
+//! Schema helpers for fields whose full OpenAPI schema would not serve users.
+
+use schemars::{Schema, SchemaGenerator, json_schema};
+
+/// An embedded pod template: the full PodSpec schema would make the CRD several hundred
+/// kilobytes and tie it to one Kubernetes version's PodSpec, so the API server keeps the
+/// object as given and lifeguard checks it by decoding it into the real `PodTemplateSpec`.
+pub fn pod_template(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "object",
+        "description": "The pod to run for this workspace (metadata and spec, as in a Deployment's template).",
+        "x-kubernetes-preserve-unknown-fields": true
+    })
+}
+
+/// An optional `WorkspacePhase`. schemars lists `null` among the enum values of an
+/// `Option<enum>`, which Kubernetes 1.20 refuses in a CRD; absence already means "unset".
+pub fn optional_phase(_: &mut SchemaGenerator) -> Schema {
+    let phases: Vec<&str> = crate::WorkspacePhase::ALL.iter().map(|p| p.as_str()).collect();
+    json_schema!({
+        "type": "string",
+        "enum": phases,
+        "description": "Where the workspace is in its life."
+    })
+}

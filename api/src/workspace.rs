@@ -1,0 +1,104 @@
+//! The `Workspace` custom resource: one long-lived pod the controller keeps alive.
+
+use k8s_openapi::api::core::v1::PodTemplateSpec;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[kube(
+    group = "lifeguard.dev",
+    version = "v1alpha1",
+    kind = "Workspace",
+    plural = "workspaces",
+    shortname = "ws",
+    namespaced,
+    status = "WorkspaceStatus",
+    printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
+    printcolumn = r#"{"name":"Pod","type":"string","jsonPath":".status.podName","priority":1}"#,
+    printcolumn = r#"{"name":"Node","type":"string","jsonPath":".status.nodeName"}"#,
+    printcolumn = r#"{"name":"Recreated","type":"integer","jsonPath":".status.podRecreated"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkspaceSpec {
+    #[schemars(schema_with = "crate::schema::pod_template")]
+    pub pod_template: PodTemplateSpec,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+pub enum WorkspacePhase {
+    Pending,
+    Creating,
+    Running,
+    Stopping,
+    Stopped,
+    Failed,
+}
+
+impl WorkspacePhase {
+    pub const ALL: [WorkspacePhase; 6] = [
+        Self::Pending,
+        Self::Creating,
+        Self::Running,
+        Self::Stopping,
+        Self::Stopped,
+        Self::Failed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "Pending",
+            Self::Creating => "Creating",
+            Self::Running => "Running",
+            Self::Stopping => "Stopping",
+            Self::Stopped => "Stopped",
+            Self::Failed => "Failed",
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkspaceStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::optional_phase")]
+    pub phase: Option<WorkspacePhase>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_name: Option<String>,
+    /// How many times a pod of this workspace was created.
+    #[serde(default)]
+    pub pod_starts: u32,
+    /// How many times a rejected pod was replaced.
+    #[serde(default)]
+    pub pod_recreated: u32,
+    /// When the last rejected pod was confirmed gone; the re-creation backoff counts from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_deletion_time: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_rejection: Option<PodRejection>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+/// What the kubelet said when it rejected a pod after scheduling.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PodRejection {
+    pub reason: String,
+    pub message: String,
+    pub node: String,
+    pub time: Time,
+}
+
+/// Condition types the controller maintains on a Workspace.
+pub mod condition {
+    pub const POD_REJECTED: &str = "PodRejected";
+    pub const READY: &str = "Ready";
+    pub const FAILED: &str = "Failed";
+}

@@ -1,0 +1,158 @@
+# Starting, stopping and watching the cluster's processes. Sourced by lifeguard-cluster.
+
+pid_of() { cat "$LG_RUN/$1.pid" 2>/dev/null; }
+running() { local pid; pid=$(pid_of "$1") && [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; }
+
+# start NAME CMD...: start once (idempotent), detached, logging to logs/NAME.log.
+start() {
+  local name=$1
+  shift
+  mkdir -p "$LG_RUN"
+  if running "$name"; then
+    say "    $name already running (pid $(pid_of "$name"))"
+    return 0
+  fi
+  printf '\n=== %s start %s\n' "$(date -Is)" "$name" >>"$LG_LOGS/$name.log"
+  setsid "$@" >>"$LG_LOGS/$name.log" 2>&1 </dev/null &
+  echo $! >"$LG_RUN/$name.pid"
+}
+
+# wait_for WHAT SECONDS LOG CMD...: poll CMD until it succeeds, or fail naming the log.
+wait_for() {
+  local what=$1 secs=$2 log=$3 name=$4
+  shift 4
+  local deadline=$((SECONDS + secs))
+  until "$@" >/dev/null 2>&1; do
+    if [ -n "$name" ] && ! running "$name"; then
+      die "$what: $name exited" "$log"
+    fi
+    [ $SECONDS -lt $deadline ] || die "$what: not ready after ${secs}s" "$log"
+    sleep 1
+  done
+}
+
+kc() { kubectl --kubeconfig "$LG_KUBECONFIG" "$@"; }
+
+start_control_plane() {
+  local pki="$LG_STATE/pki" bin="$LG_K8S_BIN"
+  step "start etcd"
+  start etcd etcd --name lifeguard --data-dir "$LG_STATE/etcd" \
+    --listen-client-urls "http://127.0.0.1:$LG_ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$LG_ETCD_PORT" \
+    --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+    --initial-cluster lifeguard=http://127.0.0.1:2380 --listen-metrics-urls http://127.0.0.1:2381
+  wait_for "etcd" 60 "$LG_LOGS/etcd.log" etcd curl -fsS "http://127.0.0.1:$LG_ETCD_PORT/health"
+
+  step "start kube-apiserver"
+  start kube-apiserver "$bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$LG_ETCD_PORT" \
+    --secure-port "$LG_API_PORT" --bind-address 0.0.0.0 --advertise-address "$LG_NODE_IP" --insecure-port 0 \
+    --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
+    --client-ca-file "$pki/ca.crt" --kubelet-certificate-authority "$pki/ca.crt" \
+    --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" \
+    --kubelet-client-key "$pki/apiserver-kubelet-client.key" --kubelet-preferred-address-types InternalIP \
+    --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --service-cluster-ip-range "$LG_SERVICE_CIDR" --authorization-mode Node,RBAC \
+    --enable-admission-plugins NamespaceLifecycle,LimitRanger,ServiceAccount,DefaultStorageClass,ResourceQuota,NodeRestriction,MutatingAdmissionWebhook,ValidatingAdmissionWebhook \
+    --endpoint-reconciler-type none --allow-privileged=true --profiling=false --event-ttl 1h
+  wait_for "kube-apiserver" 120 "$LG_LOGS/kube-apiserver.log" kube-apiserver kc get --raw /readyz
+
+  step "start kube-controller-manager and kube-scheduler"
+  start kube-controller-manager "$bin/kube-controller-manager" \
+    --kubeconfig "$LG_STATE/controller-manager.kubeconfig" \
+    --authentication-kubeconfig "$LG_STATE/controller-manager.kubeconfig" \
+    --authorization-kubeconfig "$LG_STATE/controller-manager.kubeconfig" \
+    --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
+    --controllers '*,-nodeipam,-nodelifecycle' --use-service-account-credentials \
+    --leader-elect=false --bind-address 127.0.0.1 --port 0
+  start kube-scheduler "$bin/kube-scheduler" --kubeconfig "$LG_STATE/scheduler.kubeconfig" \
+    --authentication-kubeconfig "$LG_STATE/scheduler.kubeconfig" \
+    --authorization-kubeconfig "$LG_STATE/scheduler.kubeconfig" \
+    --leader-elect=false --bind-address 127.0.0.1 --port 0
+}
+
+start_node() {
+  step "start containerd"
+  start containerd containerd --config "$LG_STATE/containerd/config.toml"
+  wait_for "containerd" 60 "$LG_LOGS/containerd.log" containerd ctr --address "$LG_CONTAINERD_SOCK" version
+
+  step "start kubelet"
+  mkdir -p "$LG_STATE/kubelet/root" "$LG_STATE/kubelet/pki"
+  start kubelet "$LG_K8S_BIN/kubelet" --config "$LG_STATE/kubelet/config.yaml" \
+    --kubeconfig "$LG_STATE/kubelet-client.kubeconfig" \
+    --container-runtime remote --container-runtime-endpoint "unix://$LG_CONTAINERD_SOCK" \
+    --hostname-override "$LG_NODE_NAME" --node-ip "$LG_NODE_IP" \
+    --root-dir "$LG_STATE/kubelet/root" --cert-dir "$LG_STATE/kubelet/pki" \
+    --node-labels lifeguard.dev/local-cluster=true
+}
+
+node_ready() {
+  [ "$(kc get node "$LG_NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
+}
+
+wait_node_ready() {
+  step "wait for node $LG_NODE_NAME to be Ready"
+  wait_for "node $LG_NODE_NAME" 180 "$LG_LOGS/kubelet.log" kubelet node_ready
+  # The kubelet registers with this taint and the node-lifecycle controller would lift it;
+  # that controller is off here, because on one node its evictions only disturb tests.
+  if kc get node "$LG_NODE_NAME" -o jsonpath='{.spec.taints[*].key}' | grep -q node.kubernetes.io/not-ready; then
+    kc taint node "$LG_NODE_NAME" node.kubernetes.io/not-ready- >>"$LG_LOGS/kubectl.log" 2>&1 ||
+      die "removing the not-ready taint failed" "$LG_LOGS/kubectl.log"
+  fi
+  step "wait for the default service account"
+  wait_for "service-account controller" 120 "$LG_LOGS/kube-controller-manager.log" kube-controller-manager \
+    kc -n default get serviceaccount default
+}
+
+stop_process() {
+  local name=$1 pid
+  pid=$(pid_of "$name") || return 0
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    kill "$pid" 2>/dev/null || true
+    local i
+    for i in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$LG_RUN/$name.pid"
+}
+
+stop_all() {
+  step "stop kubelet"
+  stop_process kubelet
+  step "stop containers and containerd"
+  # Shims outlive containerd by design; killing them ends the containers they hold.
+  pkill -9 -f "containerd-shim-runc-v2 .*-address $LG_CONTAINERD_SOCK" 2>/dev/null || true
+  stop_process containerd
+  step "stop the control plane"
+  local c
+  for c in kube-scheduler kube-controller-manager kube-apiserver etcd; do stop_process "$c"; done
+  step "unmount and remove pod networking"
+  findmnt -rn -o TARGET | grep -E "^($LG_STATE|$LG_RUN)/" | sort -r | while read -r m; do
+    umount -l "$m" 2>/dev/null || true
+  done
+  local ns
+  for ns in $(ip netns list 2>/dev/null | awk '/^cni-/ {print $1}'); do ip netns delete "$ns" 2>/dev/null || true; done
+  ip link show lg-cni0 >/dev/null 2>&1 && ip link delete lg-cni0
+  ip link show lg-node0 >/dev/null 2>&1 && ip link delete lg-node0
+  rm -rf "$LG_STATE/cni/ipam"
+  say "cluster is down (state kept in $LG_STATE; 'reset' forgets it)"
+}
+
+show_status() {
+  local c rc=0
+  for c in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet; do
+    if running "$c"; then
+      printf '%-24s running (pid %s)\n' "$c" "$(pid_of "$c")"
+    else
+      printf '%-24s stopped\n' "$c"
+      rc=1
+    fi
+  done
+  if running kube-apiserver && node_ready; then
+    say "node $LG_NODE_NAME: Ready"
+  else
+    say "node $LG_NODE_NAME: not ready"
+    rc=1
+  fi
+  say "kubeconfig: $LG_KUBECONFIG   logs: $LG_LOGS"
+  return $rc
+}

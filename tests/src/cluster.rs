@@ -1,0 +1,80 @@
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ListParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+
+use crate::wait::wait_for;
+
+/// Written by `cluster/lifeguard-cluster up`.
+pub const LOCAL_KUBECONFIG: &str = "/var/lib/lifeguard-cluster/kubeconfig";
+/// Imported into the local node by `cluster/lifeguard-cluster up`; never pulled.
+pub const BUSYBOX_IMAGE: &str = "lifeguard.local/busybox:latest";
+
+/// A client for the cluster under test, checked to answer.
+pub async fn client() -> anyhow::Result<Client> {
+    let config = match std::env::var_os("KUBECONFIG") {
+        Some(_) => Config::infer().await.context("KUBECONFIG is set but unusable")?,
+        None if Path::new(LOCAL_KUBECONFIG).exists() => {
+            let kubeconfig = Kubeconfig::read_from(LOCAL_KUBECONFIG)
+                .with_context(|| format!("reading {LOCAL_KUBECONFIG}"))?;
+            Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?
+        }
+        None => bail!(
+            "no cluster: set KUBECONFIG, or start the local one with `cluster/lifeguard-cluster up`"
+        ),
+    };
+    let server = config.cluster_url.clone();
+    let client = Client::try_from(config)?;
+    client.apiserver_version().await.with_context(|| {
+        format!("the API server at {server} does not answer; is the cluster up? (`cluster/lifeguard-cluster status`)")
+    })?;
+    Ok(client)
+}
+
+/// The name of a Ready node to pin test pods to.
+pub async fn node_name(client: &Client) -> anyhow::Result<String> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let list = nodes.list(&ListParams::default()).await?;
+    list.items
+        .iter()
+        .find(|node| {
+            node.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+        })
+        .and_then(|node| node.metadata.name.clone())
+        .context("the cluster has no Ready node")
+}
+
+/// Creates or replaces lifeguard's CRDs and waits until the API server serves them.
+///
+/// Not server-side apply: Kubernetes 1.20 rejects an applied single-version CRD with "per-version
+/// schemas may not all be set to identical values", while create and update accept it.
+pub async fn apply_crds(client: &Client) -> anyhow::Result<()> {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for (_, mut crd) in lifeguard_api::crd::all() {
+        let name = crd.metadata.name.clone().context("generated CRD has no name")?;
+        match crds.get_opt(&name).await? {
+            None => crds.create(&PostParams::default(), &crd).await,
+            Some(existing) => {
+                crd.metadata.resource_version = existing.metadata.resource_version;
+                crds.replace(&name, &PostParams::default(), &crd).await
+            }
+        }
+        .with_context(|| format!("installing CRD {name}"))?;
+        wait_for(&crds, &name, Duration::from_secs(30), "Established", |crd| {
+            crd.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Established" && c.status == "True"))
+        })
+        .await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,62 @@
+use std::future::Future;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use kube::api::{Api, DeleteParams, PostParams};
+use kube::{Client, ResourceExt};
+
+/// A DNS-label-safe name unique to this test run: `<prefix>-<time><counter>`.
+pub fn unique_name(prefix: &str) -> String {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() ^ (d.as_secs() as u32))
+        .unwrap_or_default();
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("{prefix}-{:x}{n}", nanos ^ std::process::id())
+}
+
+/// Runs `test` with a client and a fresh namespace, and deletes the namespace afterwards,
+/// also when the test fails; the test's panic is then passed on.
+pub async fn with_namespace<F, Fut>(prefix: &str, test: F)
+where
+    F: FnOnce(Client, String) -> Fut,
+    Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
+{
+    let client = match crate::client().await {
+        Ok(client) => client,
+        Err(e) => panic!("{e:#}"),
+    };
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let mut ns = Namespace::default();
+    ns.metadata.name = Some(unique_name(&format!("e2e-{prefix}")));
+    ns.labels_mut().insert("lifeguard.dev/e2e".into(), "true".into());
+    let created = match namespaces.create(&PostParams::default(), &ns).await {
+        Ok(created) => created,
+        Err(e) => panic!("creating the test namespace: {e}"),
+    };
+    let name = created.name_any();
+    // Pods are refused until the token controller has given the namespace's default
+    // service account its token.
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), &name);
+    let token = crate::wait_for(&accounts, "default", Duration::from_secs(60), "given a token", |sa| {
+        sa.secrets.as_ref().is_some_and(|s| !s.is_empty())
+    });
+    if let Err(e) = token.await {
+        let _ = namespaces.delete(&name, &DeleteParams::background()).await;
+        panic!("namespace {name} is unusable: {e:#}");
+    }
+    let outcome = tokio::spawn(test(client.clone(), name.clone())).await;
+    if let Err(e) = namespaces.delete(&name, &DeleteParams::background()).await {
+        eprintln!("warning: deleting namespace {name}: {e}");
+    }
+    match outcome {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => panic!("test in namespace {name} failed: {e:#}"),
+        Err(join) if join.is_panic() => std::panic::resume_unwind(join.into_panic()),
+        Err(join) => panic!("test in namespace {name} was cancelled: {join}"),
+    }
+}

@@ -1,0 +1,41 @@
+use std::fmt::Debug;
+use std::time::Duration;
+
+use anyhow::bail;
+use kube::api::Api;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// Long enough for a pod to be scheduled, started and finished on the local node.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// Polls `name` until `condition` holds and returns it. On timeout the error carries the
+/// last state seen, so a failing test shows what the cluster actually did.
+pub async fn wait_for<K>(
+    api: &Api<K>,
+    name: &str,
+    timeout: Duration,
+    what: &str,
+    condition: impl Fn(&K) -> bool,
+) -> anyhow::Result<K>
+where
+    K: Clone + DeserializeOwned + Serialize + Debug,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let last = match api.get_opt(name).await {
+            Ok(Some(obj)) if condition(&obj) => return Ok(obj),
+            Ok(Some(obj)) => {
+                serde_json::to_string_pretty(&obj).unwrap_or_else(|_| format!("{obj:?}"))
+            }
+            Ok(None) => format!("{name} does not exist"),
+            Err(e) => format!("error reading {name}: {e}"),
+        };
+        if tokio::time::Instant::now() >= deadline {
+            bail!(
+                "{name}: not {what} after {timeout:?}; last seen:\n{last}"
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}

@@ -14,6 +14,10 @@ issue_cert() {
   rm -f "$dir/$name.csr" "$dir/$name.ext"
 }
 
+LG_CLIENT_EXT="basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=clientAuth"
+
 make_pki() {
   local dir="$LG_STATE/pki"
   mkdir -p "$dir" && chmod 700 "$dir"
@@ -24,9 +28,7 @@ make_pki() {
       -addext "keyUsage=critical,keyCertSign,cRLSign" -out "$dir/ca.crt" 2>>"$LG_LOGS/pki.log" ||
       die "creating the cluster CA failed" "$LG_LOGS/pki.log"
   fi
-  local client="basicConstraints=CA:FALSE
-keyUsage=critical,digitalSignature,keyEncipherment
-extendedKeyUsage=clientAuth"
+  local client=$LG_CLIENT_EXT
   local server="basicConstraints=CA:FALSE
 keyUsage=critical,digitalSignature,keyEncipherment
 extendedKeyUsage=serverAuth"

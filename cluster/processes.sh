@@ -116,6 +116,11 @@ stop_process() {
 }
 
 stop_all() {
+  step "stop lifeguard"
+  local p
+  for p in "$LG_RUN"/lifeguard-*.pid; do
+    [ -e "$p" ] && stop_process "$(basename "$p" .pid)"
+  done
   step "stop kubelet"
   stop_process kubelet
   step "stop containers and containerd"

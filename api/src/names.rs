@@ -11,6 +11,10 @@ pub const POD_FINALIZER: &str = "lifeguard.dev/disposal";
 /// Finalizer the controller keeps on a Workspace so that deleting it stops it cleanly.
 pub const WORKSPACE_FINALIZER: &str = "lifeguard.dev/workspace";
 
+/// Set by the controller on a pod that replaces a rejected one (value: the attempt number).
+/// During a window with `allowRecreation` the webhook admits such pods of existing Workspaces.
+pub const RECREATION_ANNOTATION: &str = "lifeguard.dev/recreation";
+
 /// Prefix of every Prometheus metric lifeguard exports.
 pub const METRIC_PREFIX: &str = "lifeguard_";
 

@@ -52,10 +52,8 @@ pub async fn node_name(client: &Client) -> anyhow::Result<String> {
         .context("the cluster has no Ready node")
 }
 
-/// Creates or replaces lifeguard's CRDs and waits until the API server serves them.
-///
-/// Not server-side apply: Kubernetes 1.20 rejects an applied single-version CRD with "per-version
-/// schemas may not all be set to identical values", while create and update accept it.
+/// Creates or replaces lifeguard's CRDs (generated from the types under test, not the
+/// committed YAML) and waits until the API server serves them.
 pub async fn apply_crds(client: &Client) -> anyhow::Result<()> {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     for (_, mut crd) in lifeguard_api::crd::all() {

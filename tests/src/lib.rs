@@ -8,5 +8,5 @@ mod namespace;
 mod wait;
 
 pub use cluster::{apply_crds, client, node_name, BUSYBOX_IMAGE};
-pub use namespace::{unique_name, with_namespace};
+pub use namespace::{NAMESPACE_LABEL, unique_name, with_namespace};
 pub use wait::{wait_for, DEFAULT_TIMEOUT};

@@ -8,6 +8,10 @@ use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::{Client, ResourceExt};
 
+/// Label carrying the test namespace's own name (Kubernetes 1.20 has no
+/// `kubernetes.io/metadata.name` label yet).
+pub const NAMESPACE_LABEL: &str = "lifeguard.dev/e2e-namespace";
+
 /// A DNS-label-safe name unique to this test run: `<prefix>-<time><counter>`.
 pub fn unique_name(prefix: &str) -> String {
     static COUNTER: AtomicU32 = AtomicU32::new(0);
@@ -32,8 +36,11 @@ where
     };
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let mut ns = Namespace::default();
-    ns.metadata.name = Some(unique_name(&format!("e2e-{prefix}")));
+    let ns_name = unique_name(&format!("e2e-{prefix}"));
+    ns.metadata.name = Some(ns_name.clone());
     ns.labels_mut().insert("lifeguard.dev/e2e".into(), "true".into());
+    // Lets a test's MaintenanceWindow cover its own namespace and no other test's.
+    ns.labels_mut().insert(NAMESPACE_LABEL.into(), ns_name);
     let created = match namespaces.create(&PostParams::default(), &ns).await {
         Ok(created) => created,
         Err(e) => panic!("creating the test namespace: {e}"),

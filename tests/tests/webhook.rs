@@ -1,0 +1,144 @@
+//! The admission webhook as the real API server uses it (registered by `./local-up`).
+
+use std::time::Duration;
+
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::Client;
+use lifeguard_api::maintenance::MaintenanceWindow;
+use lifeguard_api::workspace::Workspace;
+use lifeguard_e2e::{apply_crds, unique_name, with_namespace, BUSYBOX_IMAGE, NAMESPACE_LABEL};
+use serde_json::{json, Value};
+
+fn rfc3339(t: Timestamp) -> String {
+    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// A one-off window covering only namespace `ns`, from now until `ends_in`.
+async fn open_window(client: &Client, ns: &str, ends_in: SignedDuration, extra: Value) -> anyhow::Result<String> {
+    let windows: Api<MaintenanceWindow> = Api::all(client.clone());
+    let name = unique_name("e2e-window");
+    let now = Timestamp::now();
+    let mut spec = json!({
+        "start": rfc3339(now - SignedDuration::from_secs(60)),
+        "end": rfc3339(now + ends_in),
+        "message": "cluster upgrade in progress",
+        "namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: ns}},
+    });
+    if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
+        spec.extend(extra.clone());
+    }
+    let window: MaintenanceWindow = serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec}))?;
+    windows.create(&PostParams::default(), &window).await?;
+    // The webhook decides from its watch cache; give the event a moment to arrive.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    Ok(name)
+}
+
+async fn close_window(client: &Client, name: &str) {
+    let windows: Api<MaintenanceWindow> = Api::all(client.clone());
+    let _ = windows.delete(name, &DeleteParams::default()).await;
+}
+
+fn workspace(name: &str) -> anyhow::Result<Workspace> {
+    Ok(serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"podTemplate": {"spec": {"containers": [{"name": "ide", "image": BUSYBOX_IMAGE}]}}}
+    }))?)
+}
+
+/// A pod that is never started: bound to a node that does not exist.
+fn parked_pod(name: &str, labels: Value, finalizers: Value) -> anyhow::Result<Pod> {
+    Ok(serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": labels, "finalizers": finalizers},
+        "spec": {"nodeName": "e2e-nowhere", "containers": [{"name": "ide", "image": BUSYBOX_IMAGE}]}
+    }))?)
+}
+
+fn denial(result: Result<impl std::fmt::Debug, kube::Error>) -> anyhow::Result<(u16, String)> {
+    match result {
+        Err(kube::Error::Api(status)) => Ok((status.code, status.message)),
+        other => anyhow::bail!("expected a denial from the API server, got {other:?}"),
+    }
+}
+
+async fn release_pod(pods: &Api<Pod>, name: &str) -> anyhow::Result<()> {
+    pods.patch(name, &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}})))
+        .await?;
+    pods.delete(name, &DeleteParams::default().grace_period(0)).await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn active_window_denies_workspace_starts_until_it_ends() {
+    with_namespace("window", |client, ns| async move {
+        apply_crds(&client).await?;
+        let window = open_window(&client, &ns, SignedDuration::from_secs(12), json!({})).await?;
+        let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+
+        let (code, message) = denial(workspaces.create(&PostParams::default(), &workspace("alice")?).await)?;
+        assert_eq!(code, 403, "{message}");
+        assert!(message.contains(&window), "names the window: {message}");
+        assert!(message.contains("cluster upgrade in progress"), "shows its message: {message}");
+        assert!(message.contains("until 20"), "says when it ends: {message}");
+
+        let ws_pod = parked_pod("ws-alice", json!({"lifeguard.dev/workspace": "alice"}), json!([]))?;
+        let (code, message) = denial(pods.create(&PostParams::default(), &ws_pod).await)?;
+        assert_eq!(code, 403, "{message}");
+        assert!(message.contains("workspace pods cannot start"), "{message}");
+
+        let plain = parked_pod("web", json!({"app": "web"}), json!([]))?;
+        pods.create(&PostParams::default(), &plain).await?;
+
+        // Same create after the window's end: admitted, without touching the window.
+        tokio::time::sleep(Duration::from_secs(13)).await;
+        let created = workspaces.create(&PostParams::default(), &workspace("alice")?).await;
+        close_window(&client, &window).await;
+        created?;
+        Ok(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn workspace_pods_get_the_disposal_finalizer_next_to_foreign_ones() {
+    with_namespace("finalizer", |client, ns| async move {
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        let labels = json!({"lifeguard.dev/workspace": "bob"});
+        let pod = parked_pod("ws-bob", labels.clone(), json!(["example.com/keep"]))?;
+        let created = pods.create(&PostParams::default(), &pod).await?;
+        let bare = pods.create(&PostParams::default(), &parked_pod("ws-carol", labels, json!([]))?).await?;
+        let plain = pods.create(&PostParams::default(), &parked_pod("web", json!({}), json!([]))?).await?;
+        release_pod(&pods, "ws-bob").await?;
+        release_pod(&pods, "ws-carol").await?;
+        assert_eq!(
+            created.metadata.finalizers,
+            Some(vec!["example.com/keep".to_string(), "lifeguard.dev/disposal".to_string()]),
+            "ours is appended, the foreign one stays first"
+        );
+        assert_eq!(bare.metadata.finalizers, Some(vec!["lifeguard.dev/disposal".to_string()]));
+        assert_eq!(plain.metadata.finalizers, None, "non-workspace pods are untouched");
+        Ok(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn invalid_maintenance_window_is_denied_with_the_reason() {
+    with_namespace("invalid", |client, _ns| async move {
+        apply_crds(&client).await?;
+        let windows: Api<MaintenanceWindow> = Api::all(client.clone());
+        let window: MaintenanceWindow = serde_json::from_value(json!({
+            "metadata": {"name": unique_name("e2e-bad")},
+            "spec": {"schedule": "0 22 * * 6", "duration": "2h", "timeZone": "Mars/Olympus_Mons"}
+        }))?;
+        let (code, message) = denial(windows.create(&PostParams::default(), &window).await)?;
+        assert_eq!(code, 422, "{message}");
+        assert!(message.contains("spec.timeZone"), "{message}");
+        assert!(message.contains("Mars/Olympus_Mons"), "{message}");
+        Ok(())
+    })
+    .await;
+}

@@ -1,0 +1,113 @@
+//! In-memory caches the decisions read: MaintenanceWindows (compiled once per change) and
+//! namespace labels. Admission requests never call the API server.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::core::PartialObjectMeta;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, metadata_watcher, watcher};
+use kube::{Api, Client, ResourceExt};
+use lifeguard_api::MaintenanceWindow;
+use lifeguard_api::window::CompiledWindow;
+
+use crate::metrics::Metrics;
+
+pub struct Caches {
+    windows: RwLock<Arc<Vec<CompiledWindow>>>,
+    namespaces: Store<PartialObjectMeta<Namespace>>,
+    ready: AtomicBool,
+}
+
+impl Caches {
+    /// Starts the watches in the background; `is_ready` turns true once both have listed.
+    pub fn start(client: Client, metrics: Metrics) -> Arc<Self> {
+        let (window_reader, window_writer) = reflector::store::<MaintenanceWindow>();
+        let (namespace_reader, namespace_writer) = reflector::store();
+        let caches = Arc::new(Self {
+            windows: RwLock::new(Arc::new(Vec::new())),
+            namespaces: namespace_reader.clone(),
+            ready: AtomicBool::new(false),
+        });
+
+        let namespaces = metadata_watcher(Api::<Namespace>::all(client.clone()), watcher::Config::default())
+            .default_backoff()
+            .reflect(namespace_writer)
+            .for_each(|event| async move {
+                if let Err(error) = event {
+                    tracing::warn!(%error, "namespace watch interrupted; retrying");
+                }
+            });
+        tokio::spawn(namespaces);
+
+        let compiler = caches.clone();
+        let compile_metrics = metrics.clone();
+        let reader = window_reader.clone();
+        let windows = watcher(Api::<MaintenanceWindow>::all(client), watcher::Config::default())
+            .default_backoff()
+            .reflect(window_writer)
+            .map_err(|error| tracing::warn!(%error, "MaintenanceWindow watch interrupted; retrying"))
+            .for_each(move |event| {
+                if let Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_) | watcher::Event::InitDone) = event {
+                    compiler.recompile(&reader.state(), &compile_metrics);
+                }
+                futures::future::ready(())
+            });
+        tokio::spawn(windows);
+
+        let readiness = caches.clone();
+        tokio::spawn(async move {
+            let windows_ready = window_reader.wait_until_ready().await;
+            let namespaces_ready = namespace_reader.wait_until_ready().await;
+            if windows_ready.is_ok() && namespaces_ready.is_ok() {
+                readiness.ready.store(true, Ordering::Release);
+                metrics.cache_synced.set(1);
+                tracing::info!("MaintenanceWindow and Namespace caches synced");
+            }
+        });
+        caches
+    }
+
+    /// Caches filled by hand, for tests and benchmarks.
+    pub fn fixed(windows: Vec<CompiledWindow>) -> Arc<Self> {
+        let (namespaces, _) = reflector::store();
+        Arc::new(Self {
+            windows: RwLock::new(Arc::new(windows)),
+            namespaces,
+            ready: AtomicBool::new(true),
+        })
+    }
+
+    fn recompile(&self, windows: &[Arc<MaintenanceWindow>], metrics: &Metrics) {
+        let mut compiled = Vec::with_capacity(windows.len());
+        let mut invalid = 0;
+        for window in windows {
+            match CompiledWindow::compile(window) {
+                Ok(w) => compiled.push(w),
+                Err(errors) => {
+                    invalid += 1;
+                    // Stored before the webhook validated it (or by an older version).
+                    tracing::warn!(window = %window.name_any(), %errors, "MaintenanceWindow is invalid and not enforced");
+                }
+            }
+        }
+        metrics.windows_cached.set(compiled.len() as i64);
+        metrics.windows_invalid.set(invalid);
+        let mut current = self.windows.write().unwrap_or_else(|p| p.into_inner());
+        *current = Arc::new(compiled);
+    }
+
+    pub fn windows(&self) -> Arc<Vec<CompiledWindow>> {
+        self.windows.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn namespace(&self, name: &str) -> Option<Arc<PartialObjectMeta<Namespace>>> {
+        self.namespaces.get(&ObjectRef::new(name))
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+}

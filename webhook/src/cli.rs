@@ -1,0 +1,84 @@
+//! Command-line flags; every flag can also be set through its environment variable.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+
+#[derive(Debug, Clone, Parser)]
+#[command(name = "lifeguard-webhook", version, about = "lifeguard's admission webhook")]
+pub struct Config {
+    /// HTTPS address the API server calls (/validate, /mutate).
+    #[arg(long, env = "LIFEGUARD_WEBHOOK_LISTEN", default_value = "0.0.0.0:8443")]
+    pub listen: SocketAddr,
+    /// Plain-HTTP address for /healthz, /readyz and /metrics.
+    #[arg(long, env = "LIFEGUARD_WEBHOOK_METRICS_LISTEN", default_value = "0.0.0.0:8080")]
+    pub metrics_listen: SocketAddr,
+    /// Serving certificate (PEM chain); re-read when it changes.
+    #[arg(long, env = "LIFEGUARD_WEBHOOK_TLS_CERT", default_value = "/etc/lifeguard/tls/tls.crt")]
+    pub tls_cert: PathBuf,
+    /// Serving key (PEM); re-read when it changes.
+    #[arg(long, env = "LIFEGUARD_WEBHOOK_TLS_KEY", default_value = "/etc/lifeguard/tls/tls.key")]
+    pub tls_key: PathBuf,
+    /// How often the certificate files are checked for changes, e.g. `10s`.
+    #[arg(long, env = "LIFEGUARD_WEBHOOK_CERT_POLL", default_value = "10s", value_parser = parse_duration)]
+    pub cert_poll_interval: Duration,
+    /// Largest AdmissionReview body accepted; the API server caps objects at about 1.5 MiB
+    /// and a review may carry the object twice.
+    #[arg(long, env = "LIFEGUARD_WEBHOOK_MAX_BODY_BYTES", default_value_t = 6 * 1024 * 1024)]
+    pub max_body_bytes: usize,
+    /// Users allowed to re-create rejected workspace pods during an `allowRecreation`
+    /// window (the controller's identity). Empty: any user, so restrict pod creation by RBAC.
+    #[arg(long = "recreation-user", env = "LIFEGUARD_WEBHOOK_RECREATION_USERS", value_delimiter = ',')]
+    pub recreation_users: Vec<String>,
+    /// Log format.
+    #[arg(long, env = "LIFEGUARD_LOG_FORMAT", value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Durations as Kubernetes users write them: `500ms`, `10s`, `1m30s`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let signed: jiff::SignedDuration = text
+        .parse()
+        .map_err(|e| format!("{text:?} is not a duration like 10s or 1m30s: {e}"))?;
+    if signed.is_negative() || signed.is_zero() {
+        return Err(format!("{text:?} must be longer than zero"));
+    }
+    Duration::try_from(signed).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_like_kubernetes_ones() {
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("-5s").is_err());
+        assert!(parse_duration("soon").unwrap_err().contains("soon"));
+    }
+
+    #[test]
+    fn flags_have_sane_defaults() {
+        let config = Config::try_parse_from(["lifeguard-webhook"]).expect("defaults parse");
+        assert_eq!(config.listen.port(), 8443);
+        assert_eq!(config.metrics_listen.port(), 8080);
+        assert!(config.recreation_users.is_empty());
+        let config = Config::try_parse_from([
+            "lifeguard-webhook",
+            "--recreation-user=system:serviceaccount:lifeguard-system:lifeguard-controller",
+        ])
+        .expect("flag parses");
+        assert_eq!(config.recreation_users.len(), 1);
+    }
+}

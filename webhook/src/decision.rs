@@ -1,0 +1,174 @@
+//! Admission decisions as plain functions of the request, the windows and the time.
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use lifeguard_api::names::{GROUP, POD_FINALIZER, RECREATION_ANNOTATION, WORKSPACE_LABEL};
+use lifeguard_api::validation::{validate_maintenance_window_object, validate_workspace_object};
+use lifeguard_api::window::CompiledWindow;
+use serde_json::{Value, json};
+
+use crate::review::{AdmissionRequest, Operation, Outcome};
+
+/// Everything a validation decision may look at besides the request itself.
+pub struct Context<'a> {
+    pub windows: &'a [CompiledWindow],
+    /// Labels of the request's namespace; `None` when the namespace is not (yet) cached,
+    /// in which case it counts as unlabelled.
+    pub namespace_labels: Option<&'a BTreeMap<String, String>>,
+    pub now: Timestamp,
+    /// Who may re-create rejected pods during an `allowRecreation` window; empty = anyone
+    /// (restrict with RBAC on pods then).
+    pub recreation_users: &'a [String],
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Subject {
+    Workspace,
+    MaintenanceWindow,
+    WorkspacePod,
+    Other,
+}
+
+fn subject(request: &AdmissionRequest) -> Subject {
+    match (request.group.as_str(), request.kind.as_str()) {
+        (GROUP, "Workspace") => Subject::Workspace,
+        (GROUP, "MaintenanceWindow") => Subject::MaintenanceWindow,
+        ("", "Pod") if labels(request.object.as_ref()).contains_key(WORKSPACE_LABEL) => {
+            Subject::WorkspacePod
+        }
+        _ => Subject::Other,
+    }
+}
+
+fn labels(object: Option<&Value>) -> BTreeMap<String, String> {
+    object
+        .and_then(|o| o.pointer("/metadata/labels"))
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub fn validate(request: &AdmissionRequest, ctx: &Context) -> Outcome {
+    let writes = matches!(request.operation, Operation::Create | Operation::Update);
+    match subject(request) {
+        Subject::Workspace if writes => {
+            let Some(object) = &request.object else {
+                return invalid("the request carries no Workspace object".into());
+            };
+            if let Err(errors) = validate_workspace_object(object) {
+                return invalid(format!("invalid Workspace: {errors}"));
+            }
+            if request.operation == Operation::Create {
+                return gate(request, ctx, false);
+            }
+            Outcome::Allow
+        }
+        Subject::MaintenanceWindow if writes => match &request.object {
+            None => invalid("the request carries no MaintenanceWindow object".into()),
+            Some(object) => match validate_maintenance_window_object(object) {
+                Ok(()) => Outcome::Allow,
+                Err(errors) => invalid(format!("invalid MaintenanceWindow: {errors}")),
+            },
+        },
+        Subject::WorkspacePod if request.operation == Operation::Create => {
+            gate(request, ctx, is_recreation(request, ctx))
+        }
+        _ => Outcome::Allow,
+    }
+}
+
+/// A replacement for a rejected pod: made by the controller for an existing Workspace.
+fn is_recreation(request: &AdmissionRequest, ctx: &Context) -> bool {
+    let Some(object) = &request.object else {
+        return false;
+    };
+    let annotated = object
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(RECREATION_ANNOTATION))
+        .is_some();
+    let owned_by_workspace = object
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .is_some_and(|refs| {
+            refs.iter().any(|r| {
+                r.get("kind").and_then(Value::as_str) == Some("Workspace")
+                    && r.get("apiVersion")
+                        .and_then(Value::as_str)
+                        .is_some_and(|v| v.starts_with(&format!("{GROUP}/")))
+            })
+        });
+    let trusted = ctx.recreation_users.is_empty()
+        || ctx.recreation_users.iter().any(|u| *u == request.username);
+    annotated && owned_by_workspace && trusted
+}
+
+/// Denies while a covering window is active; names the window that stays longest.
+fn gate(request: &AdmissionRequest, ctx: &Context, recreation: bool) -> Outcome {
+    let empty = BTreeMap::new();
+    let namespace_labels = ctx.namespace_labels.unwrap_or(&empty);
+    let workspace_labels = labels(request.object.as_ref());
+    let blocking = ctx
+        .windows
+        .iter()
+        .filter(|w| !(recreation && w.allow_recreation))
+        .filter(|w| w.covers(namespace_labels, &workspace_labels))
+        .filter_map(|w| w.active_at(ctx.now).map(|occurrence| (w, occurrence)))
+        .max_by_key(|(_, occurrence)| occurrence.end);
+    let Some((window, occurrence)) = blocking else {
+        return Outcome::Allow;
+    };
+    let what = match request.kind.as_str() {
+        "Pod" => "workspace pods",
+        _ => "new workspaces",
+    };
+    let mut message = format!(
+        "{what} cannot start during maintenance window {:?} (until {})",
+        window.name,
+        occurrence.end.strftime("%Y-%m-%dT%H:%M:%SZ")
+    );
+    if let Some(text) = &window.message {
+        message.push_str(": ");
+        message.push_str(text);
+    }
+    Outcome::Deny {
+        code: 403,
+        reason: "Forbidden",
+        message,
+    }
+}
+
+fn invalid(message: String) -> Outcome {
+    Outcome::Deny {
+        code: 422,
+        reason: "Invalid",
+        message,
+    }
+}
+
+/// Stamps the disposal finalizer on a workspace pod at creation, keeping every other
+/// finalizer where it is.
+pub fn mutate(request: &AdmissionRequest) -> Outcome {
+    if request.operation != Operation::Create || subject(request) != Subject::WorkspacePod {
+        return Outcome::Allow;
+    }
+    let finalizers = request
+        .object
+        .as_ref()
+        .and_then(|o| o.pointer("/metadata/finalizers"));
+    match finalizers {
+        None | Some(Value::Null) => Outcome::Patch(vec![json!({
+            "op": "add", "path": "/metadata/finalizers", "value": [POD_FINALIZER]
+        })]),
+        Some(Value::Array(list)) if list.iter().any(|f| f == POD_FINALIZER) => Outcome::Allow,
+        Some(Value::Array(_)) => Outcome::Patch(vec![json!({
+            "op": "add", "path": "/metadata/finalizers/-", "value": POD_FINALIZER
+        })]),
+        // The API server would refuse this pod anyway; leave the error to it.
+        Some(_) => Outcome::Allow,
+    }
+}

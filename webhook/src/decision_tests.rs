@@ -1,0 +1,217 @@
+//! Table-driven tests of every admission decision.
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use lifeguard_api::MaintenanceWindow;
+use lifeguard_api::window::CompiledWindow;
+use serde_json::{Value, json};
+
+use crate::decision::{Context, mutate, validate};
+use crate::review::{AdmissionRequest, Operation, Outcome};
+
+const NOW: &str = "2026-12-01T22:30:00Z";
+
+fn window(name: &str, spec: Value) -> CompiledWindow {
+    let window: MaintenanceWindow =
+        serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec}))
+            .expect("window literal");
+    CompiledWindow::compile(&window).expect("window literal is valid")
+}
+
+fn upgrade_window() -> CompiledWindow {
+    window(
+        "upgrade",
+        json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z",
+               "message": "cluster upgrade to 1.31"}),
+    )
+}
+
+fn workspace_pod(labels: Value, annotations: Value, owners: Value) -> Value {
+    json!({
+        "metadata": {"labels": labels, "annotations": annotations, "ownerReferences": owners},
+        "spec": {"containers": [{"name": "ide", "image": "busybox"}]}
+    })
+}
+
+fn workspace(name: &str) -> Value {
+    json!({
+        "apiVersion": "lifeguard.dev/v1alpha1", "kind": "Workspace",
+        "metadata": {"name": name, "labels": {"team": "blue"}},
+        "spec": {"podTemplate": {"spec": {"containers": [{"name": "ide", "image": "busybox"}]}}}
+    })
+}
+
+fn request(group: &str, kind: &str, operation: Operation, object: Value) -> AdmissionRequest {
+    AdmissionRequest {
+        uid: "uid-1".into(),
+        group: group.into(),
+        kind: kind.into(),
+        operation,
+        namespace: Some("team-a".into()),
+        name: None,
+        object: Some(object),
+        username: "controller".into(),
+    }
+}
+
+fn owner() -> Value {
+    json!([{"apiVersion": "lifeguard.dev/v1alpha1", "kind": "Workspace", "name": "alice", "uid": "u"}])
+}
+
+#[derive(Debug, PartialEq)]
+enum Expect {
+    Allow,
+    DenyMaintenance,
+    DenyInvalid,
+}
+
+fn verdict(outcome: &Outcome) -> Expect {
+    match outcome {
+        Outcome::Allow | Outcome::Patch(_) => Expect::Allow,
+        Outcome::Deny { code: 403, .. } => Expect::DenyMaintenance,
+        Outcome::Deny { .. } => Expect::DenyInvalid,
+    }
+}
+
+#[test]
+fn validation_decisions() {
+    let ws_label = json!({"lifeguard.dev/workspace": "alice"});
+    let recreation = json!({"lifeguard.dev/recreation": "1"});
+    let active = vec![upgrade_window()];
+    let recreation_ok = vec![window(
+        "upgrade",
+        json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z", "allowRecreation": true}),
+    )];
+    let suspended = vec![window(
+        "upgrade",
+        json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z", "suspend": true}),
+    )];
+    let other_namespaces = vec![window(
+        "upgrade",
+        json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z",
+               "namespaceSelector": {"matchLabels": {"env": "prod"}}}),
+    )];
+    let red_team_only = vec![window(
+        "upgrade",
+        json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z",
+               "workspaceSelector": {"matchLabels": {"team": "red"}}}),
+    )];
+    let over = vec![window(
+        "upgrade",
+        json!({"start": "2026-12-01T20:00:00Z", "end": "2026-12-01T22:30:00Z"}),
+    )];
+    let none: Vec<CompiledWindow> = vec![];
+    let pod = |labels: &Value, annotations: &Value, owners: Value| {
+        request("", "Pod", Operation::Create, workspace_pod(labels.clone(), annotations.clone(), owners))
+    };
+    let invalid_window = json!({"metadata": {"name": "w"}, "spec": {"schedule": "0 22 * * *"}});
+    let cases: Vec<(&str, AdmissionRequest, &Vec<CompiledWindow>, &[String], Expect)> = vec![
+        ("workspace create, no window", request("lifeguard.dev", "Workspace", Operation::Create, workspace("alice")), &none, &[], Expect::Allow),
+        ("workspace create, active window", request("lifeguard.dev", "Workspace", Operation::Create, workspace("alice")), &active, &[], Expect::DenyMaintenance),
+        ("workspace update, active window", request("lifeguard.dev", "Workspace", Operation::Update, workspace("alice")), &active, &[], Expect::Allow),
+        ("workspace create, window over", request("lifeguard.dev", "Workspace", Operation::Create, workspace("alice")), &over, &[], Expect::Allow),
+        ("workspace create, window suspended", request("lifeguard.dev", "Workspace", Operation::Create, workspace("alice")), &suspended, &[], Expect::Allow),
+        ("workspace create, namespace not covered", request("lifeguard.dev", "Workspace", Operation::Create, workspace("alice")), &other_namespaces, &[], Expect::Allow),
+        ("workspace create, workspace labels not covered", request("lifeguard.dev", "Workspace", Operation::Create, workspace("alice")), &red_team_only, &[], Expect::Allow),
+        ("invalid workspace", request("lifeguard.dev", "Workspace", Operation::Create, json!({"metadata": {"name": "a"}, "spec": {"podTemplate": {"spec": {"containers": []}}}})), &none, &[], Expect::DenyInvalid),
+        ("workspace delete, active window", request("lifeguard.dev", "Workspace", Operation::Delete, workspace("alice")), &active, &[], Expect::Allow),
+        ("workspace pod, active window", pod(&ws_label, &json!({}), owner()), &active, &[], Expect::DenyMaintenance),
+        ("workspace pod, no window", pod(&ws_label, &json!({}), owner()), &none, &[], Expect::Allow),
+        ("plain pod, active window", pod(&json!({"app": "web"}), &json!({}), json!([])), &active, &[], Expect::Allow),
+        ("recreation, window allows it", pod(&ws_label, &recreation, owner()), &recreation_ok, &[], Expect::Allow),
+        ("recreation, window forbids it", pod(&ws_label, &recreation, owner()), &active, &[], Expect::DenyMaintenance),
+        ("recreation without owner", pod(&ws_label, &recreation, json!([])), &recreation_ok, &[], Expect::DenyMaintenance),
+        ("recreation by an untrusted user", pod(&ws_label, &recreation, owner()), &recreation_ok, &["system:serviceaccount:lifeguard-system:lifeguard-controller".to_string()], Expect::DenyMaintenance),
+        ("recreation by the trusted user", pod(&ws_label, &recreation, owner()), &recreation_ok, &["controller".to_string()], Expect::Allow),
+        ("valid window", request("lifeguard.dev", "MaintenanceWindow", Operation::Create, json!({"metadata": {"name": "w"}, "spec": {"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z"}})), &active, &[], Expect::Allow),
+        ("invalid window", request("lifeguard.dev", "MaintenanceWindow", Operation::Create, invalid_window.clone()), &none, &[], Expect::DenyInvalid),
+        ("invalid window update", request("lifeguard.dev", "MaintenanceWindow", Operation::Update, invalid_window), &none, &[], Expect::DenyInvalid),
+        ("unrelated kind", request("apps", "Deployment", Operation::Create, json!({})), &active, &[], Expect::Allow),
+    ];
+    let labels = BTreeMap::from([("env".to_string(), "dev".to_string())]);
+    for (name, request, windows, users, expected) in cases {
+        let context = Context {
+            windows,
+            namespace_labels: Some(&labels),
+            now: NOW.parse::<Timestamp>().expect("time"),
+            recreation_users: users,
+        };
+        assert_eq!(verdict(&validate(&request, &context)), expected, "{name}");
+    }
+}
+
+#[test]
+fn denial_names_the_window_its_message_and_its_end() {
+    let windows = vec![upgrade_window()];
+    let context = Context {
+        windows: &windows,
+        namespace_labels: None,
+        now: NOW.parse::<Timestamp>().expect("time"),
+        recreation_users: &[],
+    };
+    let outcome = validate(
+        &request("lifeguard.dev", "Workspace", Operation::Create, workspace("alice")),
+        &context,
+    );
+    let Outcome::Deny { message, .. } = outcome else {
+        panic!("expected a denial, got {outcome:?}");
+    };
+    assert!(message.contains("\"upgrade\""), "{message}");
+    assert!(message.contains("2026-12-01T23:00:00Z"), "{message}");
+    assert!(message.contains("cluster upgrade to 1.31"), "{message}");
+}
+
+#[test]
+fn invalid_objects_are_denied_with_the_reason() {
+    let context = Context {
+        windows: &[],
+        namespace_labels: None,
+        now: NOW.parse::<Timestamp>().expect("time"),
+        recreation_users: &[],
+    };
+    let window = json!({"metadata": {"name": "w"}, "spec": {"schedule": "0 22 * * *", "duration": "2h", "timeZone": "Mars/Olympus"}});
+    let outcome = validate(
+        &request("lifeguard.dev", "MaintenanceWindow", Operation::Create, window),
+        &context,
+    );
+    let Outcome::Deny { message, code, .. } = outcome else {
+        panic!("expected a denial, got {outcome:?}");
+    };
+    assert_eq!(code, 422);
+    assert!(message.contains("Mars/Olympus"), "{message}");
+}
+
+#[test]
+fn finalizer_stamping() {
+    let ws = json!({"lifeguard.dev/workspace": "alice"});
+    let pod_with = |finalizers: Value| {
+        let mut pod = workspace_pod(ws.clone(), json!({}), json!([]));
+        pod["metadata"]["finalizers"] = finalizers;
+        request("", "Pod", Operation::Create, pod)
+    };
+    let cases: Vec<(&str, AdmissionRequest, Outcome)> = vec![
+        (
+            "no finalizers",
+            request("", "Pod", Operation::Create, workspace_pod(ws.clone(), json!({}), json!([]))),
+            Outcome::Patch(vec![json!({"op": "add", "path": "/metadata/finalizers", "value": ["lifeguard.dev/disposal"]})]),
+        ),
+        (
+            "foreign finalizer kept, ours appended",
+            pod_with(json!(["example.com/keep"])),
+            Outcome::Patch(vec![json!({"op": "add", "path": "/metadata/finalizers/-", "value": "lifeguard.dev/disposal"})]),
+        ),
+        ("already stamped", pod_with(json!(["example.com/keep", "lifeguard.dev/disposal"])), Outcome::Allow),
+        (
+            "null finalizers",
+            pod_with(Value::Null),
+            Outcome::Patch(vec![json!({"op": "add", "path": "/metadata/finalizers", "value": ["lifeguard.dev/disposal"]})]),
+        ),
+        ("not a workspace pod", request("", "Pod", Operation::Create, workspace_pod(json!({"app": "x"}), json!({}), json!([]))), Outcome::Allow),
+        ("update is left alone", request("", "Pod", Operation::Update, workspace_pod(ws.clone(), json!({}), json!([]))), Outcome::Allow),
+        ("a Workspace is not a pod", request("lifeguard.dev", "Workspace", Operation::Create, workspace("alice")), Outcome::Allow),
+    ];
+    for (name, request, expected) in cases {
+        assert_eq!(mutate(&request), expected, "{name}");
+    }
+}

@@ -1,0 +1,104 @@
+//! lifeguard's admission webhook: denies workspace starts during maintenance windows,
+//! rejects invalid lifeguard objects, and stamps the disposal finalizer on workspace pods.
+
+pub mod cache;
+pub mod certs;
+pub mod cli;
+pub mod decision;
+pub mod metrics;
+pub mod review;
+pub mod server;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+
+use crate::cache::Caches;
+use crate::certs::CertStore;
+use crate::cli::{Config, LogFormat};
+use crate::metrics::Metrics;
+use crate::server::AppState;
+
+pub fn init_tracing(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().flatten_event(true).init(),
+    }
+}
+
+pub async fn run(config: Config) -> anyhow::Result<()> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let metrics = Metrics::new().context("registering metrics")?;
+    let store = Arc::new(
+        CertStore::load(&config.tls_cert, &config.tls_key, provider.clone())
+            .context("loading the serving certificate")?,
+    );
+    let tls = certs::server_config(store.clone(), provider).context("building the TLS config")?;
+    tokio::spawn(store.watch(config.cert_poll_interval, metrics.clone()));
+
+    let client = kube::Client::try_default()
+        .await
+        .context("connecting to the Kubernetes API (KUBECONFIG or in-cluster)")?;
+    let state = AppState {
+        caches: Caches::start(client, metrics.clone()),
+        metrics,
+        recreation_users: Arc::new(config.recreation_users.clone()),
+    };
+
+    let ops = TcpListener::bind(config.metrics_listen)
+        .await
+        .with_context(|| format!("binding {}", config.metrics_listen))?;
+    let admission = TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("binding {}", config.listen))?;
+    tracing::info!(admission = %config.listen, ops = %config.metrics_listen, "serving");
+
+    let ops_app = server::ops_router(state.clone());
+    tokio::spawn(async move {
+        if let Err(error) = axum::serve(ops, ops_app).await {
+            tracing::error!(%error, "health and metrics server stopped");
+        }
+    });
+    let app = server::admission_router(state, config.max_body_bytes);
+    server::serve_tls(
+        admission,
+        TlsAcceptor::from(Arc::new(tls)),
+        app,
+        shutdown_signal(),
+        Duration::from_secs(20),
+    )
+    .await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = interrupt => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = interrupt.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = interrupt.await;
+    tracing::info!("shutting down");
+}
+
+#[cfg(test)]
+mod decision_tests;

@@ -1,0 +1,91 @@
+//! Prometheus metrics of the webhook, on their own registry.
+
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+};
+
+#[derive(Clone)]
+pub struct Metrics {
+    registry: Registry,
+    pub admissions: IntCounterVec,
+    pub latency: HistogramVec,
+    pub bad_requests: IntCounterVec,
+    pub cert_reloads: IntCounterVec,
+    pub cache_synced: IntGauge,
+    pub windows_cached: IntGauge,
+    pub windows_invalid: IntGauge,
+}
+
+impl Metrics {
+    pub fn new() -> Result<Self, prometheus::Error> {
+        let registry = Registry::new();
+        let admissions = IntCounterVec::new(
+            Opts::new(
+                "lifeguard_webhook_admissions_total",
+                "Admission requests answered, by webhook, operation, kind and decision.",
+            ),
+            &["webhook", "operation", "kind", "decision"],
+        )?;
+        let latency = HistogramVec::new(
+            HistogramOpts::new(
+                "lifeguard_webhook_admission_duration_seconds",
+                "Time to decide an admission request, from body received to response built.",
+            )
+            .buckets(vec![
+                0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05,
+            ]),
+            &["webhook"],
+        )?;
+        let bad_requests = IntCounterVec::new(
+            Opts::new(
+                "lifeguard_webhook_bad_requests_total",
+                "Requests that were not a valid AdmissionReview, by webhook.",
+            ),
+            &["webhook"],
+        )?;
+        let cert_reloads = IntCounterVec::new(
+            Opts::new(
+                "lifeguard_webhook_cert_reloads_total",
+                "Serving-certificate reloads, by result (success, error).",
+            ),
+            &["result"],
+        )?;
+        let cache_synced = IntGauge::new(
+            "lifeguard_webhook_cache_synced",
+            "1 once the MaintenanceWindow and Namespace caches have synced.",
+        )?;
+        let windows_cached = IntGauge::new(
+            "lifeguard_webhook_windows_cached",
+            "MaintenanceWindows in the cache that the webhook enforces.",
+        )?;
+        let windows_invalid = IntGauge::new(
+            "lifeguard_webhook_windows_invalid",
+            "MaintenanceWindows in the cache that cannot be enforced because their spec is invalid.",
+        )?;
+        registry.register(Box::new(admissions.clone()))?;
+        registry.register(Box::new(latency.clone()))?;
+        registry.register(Box::new(bad_requests.clone()))?;
+        registry.register(Box::new(cert_reloads.clone()))?;
+        registry.register(Box::new(cache_synced.clone()))?;
+        registry.register(Box::new(windows_cached.clone()))?;
+        registry.register(Box::new(windows_invalid.clone()))?;
+        Ok(Self {
+            registry,
+            admissions,
+            latency,
+            bad_requests,
+            cert_reloads,
+            cache_synced,
+            windows_cached,
+            windows_invalid,
+        })
+    }
+
+    pub fn render(&self) -> String {
+        let mut buffer = Vec::new();
+        if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut buffer) {
+            return format!("# error encoding metrics: {e}\n");
+        }
+        String::from_utf8_lossy(&buffer).into_owned()
+    }
+}

@@ -1,0 +1,280 @@
+//! The AdmissionReview wire format (`admission.k8s.io/v1`): parsing with clear errors for
+//! anything the API server would never send, and encoding responses.
+
+use base64::Engine;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+pub const API_VERSION: &str = "admission.k8s.io/v1";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    Create,
+    Update,
+    Delete,
+    Connect,
+}
+
+impl Operation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Create => "CREATE",
+            Self::Update => "UPDATE",
+            Self::Delete => "DELETE",
+            Self::Connect => "CONNECT",
+        }
+    }
+}
+
+/// The fields lifeguard decides on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdmissionRequest {
+    pub uid: String,
+    pub group: String,
+    pub kind: String,
+    pub operation: Operation,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub object: Option<Value>,
+    pub username: String,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ReviewError {
+    #[error("request body is not JSON: {0}")]
+    NotJson(String),
+    #[error("expected apiVersion {API_VERSION}, got {0:?}")]
+    WrongApiVersion(String),
+    #[error("expected kind AdmissionReview, got {0:?}")]
+    WrongKind(String),
+    #[error("AdmissionReview has no request")]
+    MissingRequest,
+    #[error("AdmissionReview request is malformed: {0}")]
+    MalformedRequest(String),
+    #[error("AdmissionReview request has an empty uid")]
+    EmptyUid,
+    #[error("unknown operation {0:?}")]
+    UnknownOperation(String),
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireReview {
+    #[serde(default)]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    request: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireRequest {
+    uid: String,
+    kind: WireKind,
+    operation: String,
+    #[serde(default)]
+    namespace: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    object: Option<Value>,
+    #[serde(default)]
+    user_info: Option<WireUser>,
+}
+
+#[derive(Deserialize)]
+struct WireKind {
+    #[serde(default)]
+    group: String,
+    kind: String,
+}
+
+#[derive(Deserialize)]
+struct WireUser {
+    #[serde(default)]
+    username: String,
+}
+
+pub fn parse(body: &[u8]) -> Result<AdmissionRequest, ReviewError> {
+    let review: WireReview =
+        serde_json::from_slice(body).map_err(|e| ReviewError::NotJson(e.to_string()))?;
+    if review.api_version != API_VERSION {
+        return Err(ReviewError::WrongApiVersion(review.api_version));
+    }
+    if review.kind != "AdmissionReview" {
+        return Err(ReviewError::WrongKind(review.kind));
+    }
+    let request = review.request.ok_or(ReviewError::MissingRequest)?;
+    let request: WireRequest = serde_json::from_value(request)
+        .map_err(|e| ReviewError::MalformedRequest(e.to_string()))?;
+    if request.uid.is_empty() {
+        return Err(ReviewError::EmptyUid);
+    }
+    let operation = match request.operation.as_str() {
+        "CREATE" => Operation::Create,
+        "UPDATE" => Operation::Update,
+        "DELETE" => Operation::Delete,
+        "CONNECT" => Operation::Connect,
+        other => return Err(ReviewError::UnknownOperation(other.to_string())),
+    };
+    Ok(AdmissionRequest {
+        uid: request.uid,
+        group: request.kind.group,
+        kind: request.kind.kind,
+        operation,
+        namespace: request.namespace.filter(|n| !n.is_empty()),
+        name: request.name.filter(|n| !n.is_empty()),
+        object: request.object.filter(|o| !o.is_null()),
+        username: request.user_info.map(|u| u.username).unwrap_or_default(),
+    })
+}
+
+/// The review the API server expects back.
+pub fn response(uid: &str, outcome: &Outcome) -> Value {
+    let mut response = json!({ "uid": uid, "allowed": true });
+    match outcome {
+        Outcome::Allow => {}
+        Outcome::Patch(ops) => {
+            // The API server wants the JSONPatch as base64 of its JSON text, not as JSON.
+            let text = Value::Array(ops.clone()).to_string();
+            response["patchType"] = json!("JSONPatch");
+            response["patch"] = json!(base64::engine::general_purpose::STANDARD.encode(text));
+        }
+        Outcome::Deny {
+            code,
+            reason,
+            message,
+        } => {
+            response["allowed"] = json!(false);
+            response["status"] = json!({
+                "code": code,
+                "reason": reason,
+                "message": message,
+            });
+        }
+    }
+    json!({ "apiVersion": API_VERSION, "kind": "AdmissionReview", "response": response })
+}
+
+/// What the webhook answers for one request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Allow,
+    Patch(Vec<Value>),
+    Deny {
+        code: u16,
+        reason: &'static str,
+        message: String,
+    },
+}
+
+impl Outcome {
+    /// Metric label.
+    pub fn decision(&self) -> &'static str {
+        match self {
+            Self::Allow => "allowed",
+            Self::Patch(_) => "patched",
+            Self::Deny { reason, .. } if *reason == "Invalid" => "denied_invalid",
+            Self::Deny { .. } => "denied_maintenance",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn review(request: Value) -> Vec<u8> {
+        json!({"apiVersion": API_VERSION, "kind": "AdmissionReview", "request": request})
+            .to_string()
+            .into_bytes()
+    }
+
+    #[test]
+    fn parses_a_pod_create() {
+        let body = review(json!({
+            "uid": "u-1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "operation": "CREATE", "namespace": "team-a", "name": "",
+            "userInfo": {"username": "alice"}, "object": {"metadata": {}},
+        }));
+        let request = parse(&body).expect("valid review");
+        assert_eq!(request.uid, "u-1");
+        assert_eq!(request.kind, "Pod");
+        assert_eq!(request.operation, Operation::Create);
+        assert_eq!(request.namespace.as_deref(), Some("team-a"));
+        assert_eq!(request.name, None, "pods created with generateName have no name yet");
+        assert_eq!(request.username, "alice");
+    }
+
+    #[test]
+    fn rejects_what_the_api_server_never_sends() {
+        let cases: Vec<(&[u8], ReviewError)> = vec![
+            (b"{not json", ReviewError::NotJson(String::new())),
+            (
+                br#"{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{}}"#,
+                ReviewError::WrongApiVersion("admission.k8s.io/v1beta1".into()),
+            ),
+            (
+                br#"{"apiVersion":"admission.k8s.io/v1","kind":"Pod"}"#,
+                ReviewError::WrongKind("Pod".into()),
+            ),
+            (
+                br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#,
+                ReviewError::MissingRequest,
+            ),
+            (
+                br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"kind":{"kind":"Pod"},"operation":"CREATE"}}"#,
+                ReviewError::MalformedRequest(String::new()),
+            ),
+            (
+                br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"","kind":{"kind":"Pod"},"operation":"CREATE"}}"#,
+                ReviewError::EmptyUid,
+            ),
+            (
+                br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"x","kind":{"kind":"Pod"},"operation":"PATCH"}}"#,
+                ReviewError::UnknownOperation("PATCH".into()),
+            ),
+            (b"[1,2,3]", ReviewError::NotJson(String::new())),
+        ];
+        for (body, expected) in cases {
+            let got = parse(body).expect_err("must be rejected");
+            assert_eq!(
+                std::mem::discriminant(&got),
+                std::mem::discriminant(&expected),
+                "{}: got {got}",
+                String::from_utf8_lossy(body)
+            );
+        }
+    }
+
+    #[test]
+    fn patch_is_base64_encoded_json_patch() {
+        let ops = vec![json!({"op": "add", "path": "/metadata/finalizers", "value": ["f"]})];
+        let body = response("u-2", &Outcome::Patch(ops.clone()));
+        assert_eq!(body["response"]["uid"], "u-2");
+        assert_eq!(body["response"]["allowed"], true);
+        assert_eq!(body["response"]["patchType"], "JSONPatch");
+        let encoded = body["response"]["patch"].as_str().expect("patch is a string");
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .expect("base64");
+        let decoded: Value = serde_json::from_slice(&decoded).expect("json");
+        assert_eq!(decoded, Value::Array(ops));
+    }
+
+    #[test]
+    fn denial_carries_code_reason_and_message() {
+        let outcome = Outcome::Deny {
+            code: 403,
+            reason: "Forbidden",
+            message: "no".into(),
+        };
+        let body = response("u-3", &outcome);
+        assert_eq!(body["response"]["allowed"], false);
+        assert_eq!(body["response"]["status"]["code"], 403);
+        assert_eq!(body["response"]["status"]["message"], "no");
+        assert_eq!(outcome.decision(), "denied_maintenance");
+    }
+}

@@ -1,7 +1,7 @@
 //! CRD manifests generated from the Rust types; `manifests/crds/` holds the committed copy.
 
-use kube::CustomResourceExt;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::CustomResourceExt;
 
 use crate::{MaintenanceWindow, Workspace};
 
@@ -51,8 +51,15 @@ mod tests {
             let version = &crd.spec.versions[0];
             assert!(version.served && version.storage);
             let sub = version.subresources.as_ref().expect("subresources");
-            assert!(sub.status.is_some(), "{} lacks the status subresource", crd.spec.names.kind);
-            let schema = version.schema.as_ref().and_then(|s| s.open_api_v3_schema.as_ref());
+            assert!(
+                sub.status.is_some(),
+                "{} lacks the status subresource",
+                crd.spec.names.kind
+            );
+            let schema = version
+                .schema
+                .as_ref()
+                .and_then(|s| s.open_api_v3_schema.as_ref());
             assert_eq!(schema.and_then(|s| s.type_.as_deref()), Some("object"));
         }
     }

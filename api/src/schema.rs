@@ -16,7 +16,10 @@ pub fn pod_template(_: &mut SchemaGenerator) -> Schema {
 /// An optional `WorkspacePhase`. schemars lists `null` among the enum values of an
 /// `Option<enum>`, which Kubernetes 1.20 refuses in a CRD; absence already means "unset".
 pub fn optional_phase(_: &mut SchemaGenerator) -> Schema {
-    let phases: Vec<&str> = crate::WorkspacePhase::ALL.iter().map(|p| p.as_str()).collect();
+    let phases: Vec<&str> = crate::WorkspacePhase::ALL
+        .iter()
+        .map(|p| p.as_str())
+        .collect();
     json_schema!({
         "type": "string",
         "enum": phases,

@@ -4,8 +4,9 @@
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::ResourceExt;
-use kube::core::{Selector, SelectorExt};
+use kube::core::{ParseExpressionError, Selector, SelectorExt};
 
 use crate::MaintenanceWindow;
 use crate::schedule::{Occurrence, Schedule};
@@ -28,12 +29,10 @@ impl CompiledWindow {
     pub fn compile(window: &MaintenanceWindow) -> Result<Self, ValidationErrors> {
         let spec = &window.spec;
         let schedule = spec.schedule()?;
-        let selector = |field: &str, s: &Option<_>| -> Result<Selector, ValidationErrors> {
-            match s.clone() {
-                None => Ok(Selector::default()),
-                Some(s) => Selector::try_from(s)
-                    .map_err(|e| ValidationErrors::single(field, e.to_string())),
-            }
+        let selector = |field: &str, s: &Option<LabelSelector>| match s.clone() {
+            None => Ok(Selector::default()),
+            Some(s) => Selector::try_from(s)
+                .map_err(|e: ParseExpressionError| ValidationErrors::single(field, e.to_string())),
         };
         Ok(Self {
             name: window.name_any(),

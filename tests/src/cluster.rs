@@ -18,7 +18,9 @@ pub const BUSYBOX_IMAGE: &str = "lifeguard.local/busybox:latest";
 /// A client for the cluster under test, checked to answer.
 pub async fn client() -> anyhow::Result<Client> {
     let config = match std::env::var_os("KUBECONFIG") {
-        Some(_) => Config::infer().await.context("KUBECONFIG is set but unusable")?,
+        Some(_) => Config::infer()
+            .await
+            .context("KUBECONFIG is set but unusable")?,
         None if Path::new(LOCAL_KUBECONFIG).exists() => {
             let kubeconfig = Kubeconfig::read_from(LOCAL_KUBECONFIG)
                 .with_context(|| format!("reading {LOCAL_KUBECONFIG}"))?;
@@ -57,7 +59,11 @@ pub async fn node_name(client: &Client) -> anyhow::Result<String> {
 pub async fn apply_crds(client: &Client) -> anyhow::Result<()> {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     for (_, mut crd) in lifeguard_api::crd::all() {
-        let name = crd.metadata.name.clone().context("generated CRD has no name")?;
+        let name = crd
+            .metadata
+            .name
+            .clone()
+            .context("generated CRD has no name")?;
         match crds.get_opt(&name).await? {
             None => crds.create(&PostParams::default(), &crd).await,
             Some(existing) => {
@@ -66,12 +72,21 @@ pub async fn apply_crds(client: &Client) -> anyhow::Result<()> {
             }
         }
         .with_context(|| format!("installing CRD {name}"))?;
-        wait_for(&crds, &name, Duration::from_secs(30), "Established", |crd| {
-            crd.status
-                .as_ref()
-                .and_then(|s| s.conditions.as_ref())
-                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Established" && c.status == "True"))
-        })
+        wait_for(
+            &crds,
+            &name,
+            Duration::from_secs(30),
+            "Established",
+            |crd| {
+                crd.status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|cs| {
+                        cs.iter()
+                            .any(|c| c.type_ == "Established" && c.status == "True")
+                    })
+            },
+        )
         .await?;
     }
     Ok(())

@@ -7,6 +7,6 @@ mod cluster;
 mod namespace;
 mod wait;
 
-pub use cluster::{apply_crds, client, node_name, BUSYBOX_IMAGE};
+pub use cluster::{BUSYBOX_IMAGE, apply_crds, client, node_name};
 pub use namespace::{NAMESPACE_LABEL, unique_name, with_namespace};
-pub use wait::{wait_for, DEFAULT_TIMEOUT};
+pub use wait::{DEFAULT_TIMEOUT, wait_for};

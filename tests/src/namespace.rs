@@ -38,7 +38,8 @@ where
     let mut ns = Namespace::default();
     let ns_name = unique_name(&format!("e2e-{prefix}"));
     ns.metadata.name = Some(ns_name.clone());
-    ns.labels_mut().insert("lifeguard.dev/e2e".into(), "true".into());
+    ns.labels_mut()
+        .insert("lifeguard.dev/e2e".into(), "true".into());
     // Lets a test's MaintenanceWindow cover its own namespace and no other test's.
     ns.labels_mut().insert(NAMESPACE_LABEL.into(), ns_name);
     let created = match namespaces.create(&PostParams::default(), &ns).await {
@@ -49,9 +50,13 @@ where
     // Pods are refused until the token controller has given the namespace's default
     // service account its token.
     let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), &name);
-    let token = crate::wait_for(&accounts, "default", Duration::from_secs(60), "given a token", |sa| {
-        sa.secrets.as_ref().is_some_and(|s| !s.is_empty())
-    });
+    let token = crate::wait_for(
+        &accounts,
+        "default",
+        Duration::from_secs(60),
+        "given a token",
+        |sa| sa.secrets.as_ref().is_some_and(|s| !s.is_empty()),
+    );
     if let Err(e) = token.await {
         let _ = namespaces.delete(&name, &DeleteParams::background()).await;
         panic!("namespace {name} is unusable: {e:#}");

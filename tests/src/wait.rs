@@ -32,9 +32,7 @@ where
             Err(e) => format!("error reading {name}: {e}"),
         };
         if tokio::time::Instant::now() >= deadline {
-            bail!(
-                "{name}: not {what} after {timeout:?}; last seen:\n{last}"
-            );
+            bail!("{name}: not {what} after {timeout:?}; last seen:\n{last}");
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }

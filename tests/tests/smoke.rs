@@ -4,9 +4,13 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use lifeguard_api::maintenance::{MaintenanceWindow, MaintenanceWindowSpec, MaintenanceWindowStatus};
+use lifeguard_api::maintenance::{
+    MaintenanceWindow, MaintenanceWindowSpec, MaintenanceWindowStatus,
+};
 use lifeguard_api::workspace::{Workspace, WorkspacePhase, WorkspaceSpec, WorkspaceStatus};
-use lifeguard_e2e::{apply_crds, node_name, unique_name, wait_for, with_namespace, BUSYBOX_IMAGE, DEFAULT_TIMEOUT};
+use lifeguard_e2e::{
+    BUSYBOX_IMAGE, DEFAULT_TIMEOUT, apply_crds, node_name, unique_name, wait_for, with_namespace,
+};
 use serde_json::json;
 
 fn busybox_pod(name: &str, extra_spec: serde_json::Value, script: &str) -> Pod {
@@ -40,9 +44,15 @@ async fn workspace_and_maintenance_window_round_trip_through_the_api_server() {
             }
         }))?;
         let created = workspaces
-            .create(&PostParams::default(), &Workspace::new("alice", spec.clone()))
+            .create(
+                &PostParams::default(),
+                &Workspace::new("alice", spec.clone()),
+            )
             .await?;
-        assert_eq!(created.spec, spec, "the API server kept the pod template as given");
+        assert_eq!(
+            created.spec, spec,
+            "the API server kept the pod template as given"
+        );
 
         // Status is a subresource: written separately, and the spec survives it.
         let status = WorkspaceStatus {
@@ -52,7 +62,11 @@ async fn workspace_and_maintenance_window_round_trip_through_the_api_server() {
             ..Default::default()
         };
         workspaces
-            .patch_status("alice", &PatchParams::default(), &Patch::Merge(json!({ "status": status })))
+            .patch_status(
+                "alice",
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "status": status })),
+            )
             .await?;
         let read = workspaces.get("alice").await?;
         assert_eq!(read.status, Some(status));
@@ -72,9 +86,17 @@ async fn workspace_and_maintenance_window_round_trip_through_the_api_server() {
             },
         );
         let created = windows.create(&PostParams::default(), &window).await?;
-        let status = MaintenanceWindowStatus { active: false, workspaces_remaining: Some(0), ..Default::default() };
+        let status = MaintenanceWindowStatus {
+            active: false,
+            workspaces_remaining: Some(0),
+            ..Default::default()
+        };
         windows
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(json!({ "status": status })))
+            .patch_status(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "status": status })),
+            )
             .await?;
         let read = windows.get(&name).await?;
         windows.delete(&name, &DeleteParams::default()).await?;
@@ -109,7 +131,11 @@ async fn pod_with_an_empty_dir_volume_runs_to_completion() {
         })
         .await?;
         let status = done.status.unwrap_or_default();
-        assert_eq!(status.phase.as_deref(), Some("Succeeded"), "pod status: {status:?}");
+        assert_eq!(
+            status.phase.as_deref(),
+            Some("Succeeded"),
+            "pod status: {status:?}"
+        );
         let exit = status
             .container_statuses
             .unwrap_or_default()
@@ -134,17 +160,29 @@ async fn kubelet_rejects_a_bound_pod_whose_node_selector_does_not_match() {
             "sleep 3600",
         );
         pods.create(&PostParams::default(), &pod).await?;
-        let failed = wait_for(&pods, "rejected", Duration::from_secs(60), "Failed", |p: &Pod| {
-            p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed")
-        })
+        let failed = wait_for(
+            &pods,
+            "rejected",
+            Duration::from_secs(60),
+            "Failed",
+            |p: &Pod| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed"),
+        )
         .await?;
         let status = failed.status.unwrap_or_default();
-        assert_eq!(status.reason.as_deref(), Some("NodeAffinity"), "pod status: {status:?}");
+        assert_eq!(
+            status.reason.as_deref(),
+            Some("NodeAffinity"),
+            "pod status: {status:?}"
+        );
         let started = status
             .container_statuses
             .unwrap_or_default()
             .iter()
-            .any(|c| c.state.as_ref().is_some_and(|s| s.running.is_some() || s.terminated.is_some()));
+            .any(|c| {
+                c.state
+                    .as_ref()
+                    .is_some_and(|s| s.running.is_some() || s.terminated.is_some())
+            });
         assert!(!started, "a rejected pod never starts a container");
         Ok(())
     })

@@ -4,19 +4,24 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::Client;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use lifeguard_api::maintenance::MaintenanceWindow;
 use lifeguard_api::workspace::Workspace;
-use lifeguard_e2e::{apply_crds, unique_name, with_namespace, BUSYBOX_IMAGE, NAMESPACE_LABEL};
-use serde_json::{json, Value};
+use lifeguard_e2e::{BUSYBOX_IMAGE, NAMESPACE_LABEL, apply_crds, unique_name, with_namespace};
+use serde_json::{Value, json};
 
 fn rfc3339(t: Timestamp) -> String {
     t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 /// A one-off window covering only namespace `ns`, from now until `ends_in`.
-async fn open_window(client: &Client, ns: &str, ends_in: SignedDuration, extra: Value) -> anyhow::Result<String> {
+async fn open_window(
+    client: &Client,
+    ns: &str,
+    ends_in: SignedDuration,
+    extra: Value,
+) -> anyhow::Result<String> {
     let windows: Api<MaintenanceWindow> = Api::all(client.clone());
     let name = unique_name("e2e-window");
     let now = Timestamp::now();
@@ -29,7 +34,8 @@ async fn open_window(client: &Client, ns: &str, ends_in: SignedDuration, extra: 
     if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
         spec.extend(extra.clone());
     }
-    let window: MaintenanceWindow = serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec}))?;
+    let window: MaintenanceWindow =
+        serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec}))?;
     windows.create(&PostParams::default(), &window).await?;
     // The webhook decides from its watch cache; give the event a moment to arrive.
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -64,9 +70,14 @@ fn denial(result: Result<impl std::fmt::Debug, kube::Error>) -> anyhow::Result<(
 }
 
 async fn release_pod(pods: &Api<Pod>, name: &str) -> anyhow::Result<()> {
-    pods.patch(name, &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}})))
+    pods.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await?;
+    pods.delete(name, &DeleteParams::default().grace_period(0))
         .await?;
-    pods.delete(name, &DeleteParams::default().grace_period(0)).await?;
     Ok(())
 }
 
@@ -78,13 +89,24 @@ async fn active_window_denies_workspace_starts_until_it_ends() {
         let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
         let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
 
-        let (code, message) = denial(workspaces.create(&PostParams::default(), &workspace("alice")?).await)?;
+        let (code, message) = denial(
+            workspaces
+                .create(&PostParams::default(), &workspace("alice")?)
+                .await,
+        )?;
         assert_eq!(code, 403, "{message}");
         assert!(message.contains(&window), "names the window: {message}");
-        assert!(message.contains("cluster upgrade in progress"), "shows its message: {message}");
+        assert!(
+            message.contains("cluster upgrade in progress"),
+            "shows its message: {message}"
+        );
         assert!(message.contains("until 20"), "says when it ends: {message}");
 
-        let ws_pod = parked_pod("ws-alice", json!({"lifeguard.dev/workspace": "alice"}), json!([]))?;
+        let ws_pod = parked_pod(
+            "ws-alice",
+            json!({"lifeguard.dev/workspace": "alice"}),
+            json!([]),
+        )?;
         let (code, message) = denial(pods.create(&PostParams::default(), &ws_pod).await)?;
         assert_eq!(code, 403, "{message}");
         assert!(message.contains("workspace pods cannot start"), "{message}");
@@ -94,7 +116,9 @@ async fn active_window_denies_workspace_starts_until_it_ends() {
 
         // Same create after the window's end: admitted, without touching the window.
         tokio::time::sleep(Duration::from_secs(13)).await;
-        let created = workspaces.create(&PostParams::default(), &workspace("alice")?).await;
+        let created = workspaces
+            .create(&PostParams::default(), &workspace("alice")?)
+            .await;
         close_window(&client, &window).await;
         created?;
         Ok(())
@@ -109,17 +133,36 @@ async fn workspace_pods_get_the_disposal_finalizer_next_to_foreign_ones() {
         let labels = json!({"lifeguard.dev/workspace": "bob"});
         let pod = parked_pod("ws-bob", labels.clone(), json!(["example.com/keep"]))?;
         let created = pods.create(&PostParams::default(), &pod).await?;
-        let bare = pods.create(&PostParams::default(), &parked_pod("ws-carol", labels, json!([]))?).await?;
-        let plain = pods.create(&PostParams::default(), &parked_pod("web", json!({}), json!([]))?).await?;
+        let bare = pods
+            .create(
+                &PostParams::default(),
+                &parked_pod("ws-carol", labels, json!([]))?,
+            )
+            .await?;
+        let plain = pods
+            .create(
+                &PostParams::default(),
+                &parked_pod("web", json!({}), json!([]))?,
+            )
+            .await?;
         release_pod(&pods, "ws-bob").await?;
         release_pod(&pods, "ws-carol").await?;
         assert_eq!(
             created.metadata.finalizers,
-            Some(vec!["example.com/keep".to_string(), "lifeguard.dev/disposal".to_string()]),
+            Some(vec![
+                "example.com/keep".to_string(),
+                "lifeguard.dev/disposal".to_string()
+            ]),
             "ours is appended, the foreign one stays first"
         );
-        assert_eq!(bare.metadata.finalizers, Some(vec!["lifeguard.dev/disposal".to_string()]));
-        assert_eq!(plain.metadata.finalizers, None, "non-workspace pods are untouched");
+        assert_eq!(
+            bare.metadata.finalizers,
+            Some(vec!["lifeguard.dev/disposal".to_string()])
+        );
+        assert_eq!(
+            plain.metadata.finalizers, None,
+            "non-workspace pods are untouched"
+        );
         Ok(())
     })
     .await;

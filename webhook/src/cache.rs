@@ -8,7 +8,7 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, metadata_watcher, watcher};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
 use lifeguard_api::MaintenanceWindow;
 use lifeguard_api::window::CompiledWindow;
@@ -32,29 +32,38 @@ impl Caches {
             ready: AtomicBool::new(false),
         });
 
-        let namespaces = metadata_watcher(Api::<Namespace>::all(client.clone()), watcher::Config::default())
-            .default_backoff()
-            .reflect(namespace_writer)
-            .for_each(|event| async move {
-                if let Err(error) = event {
-                    tracing::warn!(%error, "namespace watch interrupted; retrying");
-                }
-            });
+        let namespaces = watcher(
+            Api::<PartialObjectMeta<Namespace>>::all(client.clone()),
+            watcher::Config::default(),
+        )
+        .default_backoff()
+        .reflect(namespace_writer)
+        .for_each(|event| async move {
+            if let Err(error) = event {
+                tracing::warn!(%error, "namespace watch interrupted; retrying");
+            }
+        });
         tokio::spawn(namespaces);
 
         let compiler = caches.clone();
         let compile_metrics = metrics.clone();
         let reader = window_reader.clone();
-        let windows = watcher(Api::<MaintenanceWindow>::all(client), watcher::Config::default())
-            .default_backoff()
-            .reflect(window_writer)
-            .map_err(|error| tracing::warn!(%error, "MaintenanceWindow watch interrupted; retrying"))
-            .for_each(move |event| {
-                if let Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_) | watcher::Event::InitDone) = event {
-                    compiler.recompile(&reader.state(), &compile_metrics);
-                }
-                futures::future::ready(())
-            });
+        let windows = watcher(
+            Api::<MaintenanceWindow>::all(client),
+            watcher::Config::default(),
+        )
+        .default_backoff()
+        .reflect(window_writer)
+        .map_err(|error| tracing::warn!(%error, "MaintenanceWindow watch interrupted; retrying"))
+        .for_each(move |event| {
+            if let Ok(
+                watcher::Event::Apply(_) | watcher::Event::Delete(_) | watcher::Event::InitDone,
+            ) = event
+            {
+                compiler.recompile(&reader.state(), &compile_metrics);
+            }
+            futures::future::ready(())
+        });
         tokio::spawn(windows);
 
         let readiness = caches.clone();
@@ -100,7 +109,10 @@ impl Caches {
     }
 
     pub fn windows(&self) -> Arc<Vec<CompiledWindow>> {
-        self.windows.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.windows
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     pub fn namespace(&self, name: &str) -> Option<Arc<PartialObjectMeta<Namespace>>> {

@@ -7,19 +7,35 @@ use std::time::Duration;
 use clap::{Parser, ValueEnum};
 
 #[derive(Debug, Clone, Parser)]
-#[command(name = "lifeguard-webhook", version, about = "lifeguard's admission webhook")]
+#[command(
+    name = "lifeguard-webhook",
+    version,
+    about = "lifeguard's admission webhook"
+)]
 pub struct Config {
     /// HTTPS address the API server calls (/validate, /mutate).
     #[arg(long, env = "LIFEGUARD_WEBHOOK_LISTEN", default_value = "0.0.0.0:8443")]
     pub listen: SocketAddr,
     /// Plain-HTTP address for /healthz, /readyz and /metrics.
-    #[arg(long, env = "LIFEGUARD_WEBHOOK_METRICS_LISTEN", default_value = "0.0.0.0:8080")]
+    #[arg(
+        long,
+        env = "LIFEGUARD_WEBHOOK_METRICS_LISTEN",
+        default_value = "0.0.0.0:8080"
+    )]
     pub metrics_listen: SocketAddr,
     /// Serving certificate (PEM chain); re-read when it changes.
-    #[arg(long, env = "LIFEGUARD_WEBHOOK_TLS_CERT", default_value = "/etc/lifeguard/tls/tls.crt")]
+    #[arg(
+        long,
+        env = "LIFEGUARD_WEBHOOK_TLS_CERT",
+        default_value = "/etc/lifeguard/tls/tls.crt"
+    )]
     pub tls_cert: PathBuf,
     /// Serving key (PEM); re-read when it changes.
-    #[arg(long, env = "LIFEGUARD_WEBHOOK_TLS_KEY", default_value = "/etc/lifeguard/tls/tls.key")]
+    #[arg(
+        long,
+        env = "LIFEGUARD_WEBHOOK_TLS_KEY",
+        default_value = "/etc/lifeguard/tls/tls.key"
+    )]
     pub tls_key: PathBuf,
     /// How often the certificate files are checked for changes, e.g. `10s`.
     #[arg(long, env = "LIFEGUARD_WEBHOOK_CERT_POLL", default_value = "10s", value_parser = parse_duration)]
@@ -30,7 +46,11 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// Users allowed to re-create rejected workspace pods during an `allowRecreation`
     /// window (the controller's identity). Empty: any user, so restrict pod creation by RBAC.
-    #[arg(long = "recreation-user", env = "LIFEGUARD_WEBHOOK_RECREATION_USERS", value_delimiter = ',')]
+    #[arg(
+        long = "recreation-user",
+        env = "LIFEGUARD_WEBHOOK_RECREATION_USERS",
+        value_delimiter = ','
+    )]
     pub recreation_users: Vec<String>,
     /// Log format.
     #[arg(long, env = "LIFEGUARD_LOG_FORMAT", value_enum, default_value = "text")]

@@ -102,32 +102,231 @@ fn validation_decisions() {
         json!({"start": "2026-12-01T20:00:00Z", "end": "2026-12-01T22:30:00Z"}),
     )];
     let none: Vec<CompiledWindow> = vec![];
+    let other_user = ["system:serviceaccount:lifeguard-system:lifeguard-controller".to_string()];
+    let this_user = ["controller".to_string()];
     let pod = |labels: &Value, annotations: &Value, owners: Value| {
-        request("", "Pod", Operation::Create, workspace_pod(labels.clone(), annotations.clone(), owners))
+        request(
+            "",
+            "Pod",
+            Operation::Create,
+            workspace_pod(labels.clone(), annotations.clone(), owners),
+        )
     };
     let invalid_window = json!({"metadata": {"name": "w"}, "spec": {"schedule": "0 22 * * *"}});
-    let cases: Vec<(&str, AdmissionRequest, &Vec<CompiledWindow>, &[String], Expect)> = vec![
-        ("workspace create, no window", request("lifeguard.dev", "Workspace", Operation::Create, workspace("alice")), &none, &[], Expect::Allow),
-        ("workspace create, active window", request("lifeguard.dev", "Workspace", Operation::Create, workspace("alice")), &active, &[], Expect::DenyMaintenance),
-        ("workspace update, active window", request("lifeguard.dev", "Workspace", Operation::Update, workspace("alice")), &active, &[], Expect::Allow),
-        ("workspace create, window over", request("lifeguard.dev", "Workspace", Operation::Create, workspace("alice")), &over, &[], Expect::Allow),
-        ("workspace create, window suspended", request("lifeguard.dev", "Workspace", Operation::Create, workspace("alice")), &suspended, &[], Expect::Allow),
-        ("workspace create, namespace not covered", request("lifeguard.dev", "Workspace", Operation::Create, workspace("alice")), &other_namespaces, &[], Expect::Allow),
-        ("workspace create, workspace labels not covered", request("lifeguard.dev", "Workspace", Operation::Create, workspace("alice")), &red_team_only, &[], Expect::Allow),
-        ("invalid workspace", request("lifeguard.dev", "Workspace", Operation::Create, json!({"metadata": {"name": "a"}, "spec": {"podTemplate": {"spec": {"containers": []}}}})), &none, &[], Expect::DenyInvalid),
-        ("workspace delete, active window", request("lifeguard.dev", "Workspace", Operation::Delete, workspace("alice")), &active, &[], Expect::Allow),
-        ("workspace pod, active window", pod(&ws_label, &json!({}), owner()), &active, &[], Expect::DenyMaintenance),
-        ("workspace pod, no window", pod(&ws_label, &json!({}), owner()), &none, &[], Expect::Allow),
-        ("plain pod, active window", pod(&json!({"app": "web"}), &json!({}), json!([])), &active, &[], Expect::Allow),
-        ("recreation, window allows it", pod(&ws_label, &recreation, owner()), &recreation_ok, &[], Expect::Allow),
-        ("recreation, window forbids it", pod(&ws_label, &recreation, owner()), &active, &[], Expect::DenyMaintenance),
-        ("recreation without owner", pod(&ws_label, &recreation, json!([])), &recreation_ok, &[], Expect::DenyMaintenance),
-        ("recreation by an untrusted user", pod(&ws_label, &recreation, owner()), &recreation_ok, &["system:serviceaccount:lifeguard-system:lifeguard-controller".to_string()], Expect::DenyMaintenance),
-        ("recreation by the trusted user", pod(&ws_label, &recreation, owner()), &recreation_ok, &["controller".to_string()], Expect::Allow),
-        ("valid window", request("lifeguard.dev", "MaintenanceWindow", Operation::Create, json!({"metadata": {"name": "w"}, "spec": {"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z"}})), &active, &[], Expect::Allow),
-        ("invalid window", request("lifeguard.dev", "MaintenanceWindow", Operation::Create, invalid_window.clone()), &none, &[], Expect::DenyInvalid),
-        ("invalid window update", request("lifeguard.dev", "MaintenanceWindow", Operation::Update, invalid_window), &none, &[], Expect::DenyInvalid),
-        ("unrelated kind", request("apps", "Deployment", Operation::Create, json!({})), &active, &[], Expect::Allow),
+    let cases: Vec<(
+        &str,
+        AdmissionRequest,
+        &Vec<CompiledWindow>,
+        &[String],
+        Expect,
+    )> = vec![
+        (
+            "workspace create, no window",
+            request(
+                "lifeguard.dev",
+                "Workspace",
+                Operation::Create,
+                workspace("alice"),
+            ),
+            &none,
+            &[],
+            Expect::Allow,
+        ),
+        (
+            "workspace create, active window",
+            request(
+                "lifeguard.dev",
+                "Workspace",
+                Operation::Create,
+                workspace("alice"),
+            ),
+            &active,
+            &[],
+            Expect::DenyMaintenance,
+        ),
+        (
+            "workspace update, active window",
+            request(
+                "lifeguard.dev",
+                "Workspace",
+                Operation::Update,
+                workspace("alice"),
+            ),
+            &active,
+            &[],
+            Expect::Allow,
+        ),
+        (
+            "workspace create, window over",
+            request(
+                "lifeguard.dev",
+                "Workspace",
+                Operation::Create,
+                workspace("alice"),
+            ),
+            &over,
+            &[],
+            Expect::Allow,
+        ),
+        (
+            "workspace create, window suspended",
+            request(
+                "lifeguard.dev",
+                "Workspace",
+                Operation::Create,
+                workspace("alice"),
+            ),
+            &suspended,
+            &[],
+            Expect::Allow,
+        ),
+        (
+            "workspace create, namespace not covered",
+            request(
+                "lifeguard.dev",
+                "Workspace",
+                Operation::Create,
+                workspace("alice"),
+            ),
+            &other_namespaces,
+            &[],
+            Expect::Allow,
+        ),
+        (
+            "workspace create, workspace labels not covered",
+            request(
+                "lifeguard.dev",
+                "Workspace",
+                Operation::Create,
+                workspace("alice"),
+            ),
+            &red_team_only,
+            &[],
+            Expect::Allow,
+        ),
+        (
+            "invalid workspace",
+            request(
+                "lifeguard.dev",
+                "Workspace",
+                Operation::Create,
+                json!({"metadata": {"name": "a"}, "spec": {"podTemplate": {"spec": {"containers": []}}}}),
+            ),
+            &none,
+            &[],
+            Expect::DenyInvalid,
+        ),
+        (
+            "workspace delete, active window",
+            request(
+                "lifeguard.dev",
+                "Workspace",
+                Operation::Delete,
+                workspace("alice"),
+            ),
+            &active,
+            &[],
+            Expect::Allow,
+        ),
+        (
+            "workspace pod, active window",
+            pod(&ws_label, &json!({}), owner()),
+            &active,
+            &[],
+            Expect::DenyMaintenance,
+        ),
+        (
+            "workspace pod, no window",
+            pod(&ws_label, &json!({}), owner()),
+            &none,
+            &[],
+            Expect::Allow,
+        ),
+        (
+            "plain pod, active window",
+            pod(&json!({"app": "web"}), &json!({}), json!([])),
+            &active,
+            &[],
+            Expect::Allow,
+        ),
+        (
+            "recreation, window allows it",
+            pod(&ws_label, &recreation, owner()),
+            &recreation_ok,
+            &[],
+            Expect::Allow,
+        ),
+        (
+            "recreation, window forbids it",
+            pod(&ws_label, &recreation, owner()),
+            &active,
+            &[],
+            Expect::DenyMaintenance,
+        ),
+        (
+            "recreation without owner",
+            pod(&ws_label, &recreation, json!([])),
+            &recreation_ok,
+            &[],
+            Expect::DenyMaintenance,
+        ),
+        (
+            "recreation by an untrusted user",
+            pod(&ws_label, &recreation, owner()),
+            &recreation_ok,
+            &other_user,
+            Expect::DenyMaintenance,
+        ),
+        (
+            "recreation by the trusted user",
+            pod(&ws_label, &recreation, owner()),
+            &recreation_ok,
+            &this_user,
+            Expect::Allow,
+        ),
+        (
+            "valid window",
+            request(
+                "lifeguard.dev",
+                "MaintenanceWindow",
+                Operation::Create,
+                json!({"metadata": {"name": "w"}, "spec": {"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z"}}),
+            ),
+            &active,
+            &[],
+            Expect::Allow,
+        ),
+        (
+            "invalid window",
+            request(
+                "lifeguard.dev",
+                "MaintenanceWindow",
+                Operation::Create,
+                invalid_window.clone(),
+            ),
+            &none,
+            &[],
+            Expect::DenyInvalid,
+        ),
+        (
+            "invalid window update",
+            request(
+                "lifeguard.dev",
+                "MaintenanceWindow",
+                Operation::Update,
+                invalid_window,
+            ),
+            &none,
+            &[],
+            Expect::DenyInvalid,
+        ),
+        (
+            "unrelated kind",
+            request("apps", "Deployment", Operation::Create, json!({})),
+            &active,
+            &[],
+            Expect::Allow,
+        ),
     ];
     let labels = BTreeMap::from([("env".to_string(), "dev".to_string())]);
     for (name, request, windows, users, expected) in cases {
@@ -151,7 +350,12 @@ fn denial_names_the_window_its_message_and_its_end() {
         recreation_users: &[],
     };
     let outcome = validate(
-        &request("lifeguard.dev", "Workspace", Operation::Create, workspace("alice")),
+        &request(
+            "lifeguard.dev",
+            "Workspace",
+            Operation::Create,
+            workspace("alice"),
+        ),
         &context,
     );
     let Outcome::Deny { message, .. } = outcome else {
@@ -172,7 +376,12 @@ fn invalid_objects_are_denied_with_the_reason() {
     };
     let window = json!({"metadata": {"name": "w"}, "spec": {"schedule": "0 22 * * *", "duration": "2h", "timeZone": "Mars/Olympus"}});
     let outcome = validate(
-        &request("lifeguard.dev", "MaintenanceWindow", Operation::Create, window),
+        &request(
+            "lifeguard.dev",
+            "MaintenanceWindow",
+            Operation::Create,
+            window,
+        ),
         &context,
     );
     let Outcome::Deny { message, code, .. } = outcome else {
@@ -193,23 +402,65 @@ fn finalizer_stamping() {
     let cases: Vec<(&str, AdmissionRequest, Outcome)> = vec![
         (
             "no finalizers",
-            request("", "Pod", Operation::Create, workspace_pod(ws.clone(), json!({}), json!([]))),
-            Outcome::Patch(vec![json!({"op": "add", "path": "/metadata/finalizers", "value": ["lifeguard.dev/disposal"]})]),
+            request(
+                "",
+                "Pod",
+                Operation::Create,
+                workspace_pod(ws.clone(), json!({}), json!([])),
+            ),
+            Outcome::Patch(vec![
+                json!({"op": "add", "path": "/metadata/finalizers", "value": ["lifeguard.dev/disposal"]}),
+            ]),
         ),
         (
             "foreign finalizer kept, ours appended",
             pod_with(json!(["example.com/keep"])),
-            Outcome::Patch(vec![json!({"op": "add", "path": "/metadata/finalizers/-", "value": "lifeguard.dev/disposal"})]),
+            Outcome::Patch(vec![
+                json!({"op": "add", "path": "/metadata/finalizers/-", "value": "lifeguard.dev/disposal"}),
+            ]),
         ),
-        ("already stamped", pod_with(json!(["example.com/keep", "lifeguard.dev/disposal"])), Outcome::Allow),
+        (
+            "already stamped",
+            pod_with(json!(["example.com/keep", "lifeguard.dev/disposal"])),
+            Outcome::Allow,
+        ),
         (
             "null finalizers",
             pod_with(Value::Null),
-            Outcome::Patch(vec![json!({"op": "add", "path": "/metadata/finalizers", "value": ["lifeguard.dev/disposal"]})]),
+            Outcome::Patch(vec![
+                json!({"op": "add", "path": "/metadata/finalizers", "value": ["lifeguard.dev/disposal"]}),
+            ]),
         ),
-        ("not a workspace pod", request("", "Pod", Operation::Create, workspace_pod(json!({"app": "x"}), json!({}), json!([]))), Outcome::Allow),
-        ("update is left alone", request("", "Pod", Operation::Update, workspace_pod(ws.clone(), json!({}), json!([]))), Outcome::Allow),
-        ("a Workspace is not a pod", request("lifeguard.dev", "Workspace", Operation::Create, workspace("alice")), Outcome::Allow),
+        (
+            "not a workspace pod",
+            request(
+                "",
+                "Pod",
+                Operation::Create,
+                workspace_pod(json!({"app": "x"}), json!({}), json!([])),
+            ),
+            Outcome::Allow,
+        ),
+        (
+            "update is left alone",
+            request(
+                "",
+                "Pod",
+                Operation::Update,
+                workspace_pod(ws.clone(), json!({}), json!([])),
+            ),
+            Outcome::Allow,
+        ),
+        (
+            "a Workspace is not a pod",
+            request(
+                "lifeguard.dev",
+                "Workspace",
+                Operation::Create,
+                workspace("alice"),
+            ),
+            Outcome::Allow,
+        ),
     ];
     for (name, request, expected) in cases {
         assert_eq!(mutate(&request), expected, "{name}");

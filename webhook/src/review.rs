@@ -204,7 +204,10 @@ mod tests {
         assert_eq!(request.kind, "Pod");
         assert_eq!(request.operation, Operation::Create);
         assert_eq!(request.namespace.as_deref(), Some("team-a"));
-        assert_eq!(request.name, None, "pods created with generateName have no name yet");
+        assert_eq!(
+            request.name, None,
+            "pods created with generateName have no name yet"
+        );
         assert_eq!(request.username, "alice");
     }
 
@@ -256,7 +259,9 @@ mod tests {
         assert_eq!(body["response"]["uid"], "u-2");
         assert_eq!(body["response"]["allowed"], true);
         assert_eq!(body["response"]["patchType"], "JSONPatch");
-        let encoded = body["response"]["patch"].as_str().expect("patch is a string");
+        let encoded = body["response"]["patch"]
+            .as_str()
+            .expect("patch is a string");
         let decoded = base64::engine::general_purpose::STANDARD
             .decode(encoded)
             .expect("base64");

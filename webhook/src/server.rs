@@ -186,18 +186,18 @@ pub async fn serve_tls(
         let builder = builder.clone();
         let watcher = graceful.watcher();
         tokio::spawn(async move {
-            let tls = match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await
-            {
-                Ok(Ok(tls)) => tls,
-                Ok(Err(error)) => {
-                    tracing::debug!(%peer, %error, "TLS handshake failed");
-                    return;
-                }
-                Err(_) => {
-                    tracing::debug!(%peer, "TLS handshake timed out");
-                    return;
-                }
-            };
+            let tls =
+                match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
+                    Ok(Ok(tls)) => tls,
+                    Ok(Err(error)) => {
+                        tracing::debug!(%peer, %error, "TLS handshake failed");
+                        return;
+                    }
+                    Err(_) => {
+                        tracing::debug!(%peer, "TLS handshake timed out");
+                        return;
+                    }
+                };
             let connection = builder.serve_connection(TokioIo::new(tls), service);
             if let Err(error) = watcher.watch(connection.into_owned()).await {
                 tracing::debug!(%peer, %error, "connection ended with an error");

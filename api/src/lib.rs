@@ -1,0 +1,18 @@
+//! lifeguard's shared API: custom resources, names, and the maintenance-window schedule.
+
+pub mod crd;
+pub mod maintenance;
+pub mod names;
+pub mod schedule;
+mod schema;
+pub mod validation;
+pub mod window;
+pub mod workspace;
+
+pub use maintenance::{MaintenanceWindow, MaintenanceWindowSpec, MaintenanceWindowStatus};
+pub use workspace::{Workspace, WorkspacePhase, WorkspaceSpec, WorkspaceStatus};
+
+#[cfg(test)]
+mod schedule_tests;
+#[cfg(test)]
+mod validation_tests;

@@ -1,0 +1,374 @@
+//! Validation with messages precise enough to fix the object from them. The webhook denies
+//! invalid objects with exactly these messages.
+
+use std::fmt;
+use std::str::FromStr;
+
+use croner::parser::{CronParser, Seconds, Year};
+use jiff::tz::TimeZone;
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::maintenance::MaintenanceWindowSpec;
+use crate::names::WORKSPACE_LABEL;
+use crate::schedule::{Occurrence, Recurring, Schedule};
+use crate::workspace::WorkspaceSpec;
+
+/// Longest occurrence of a recurring window; anything longer is almost surely a typo
+/// (`72h` meant as `7h`), and one-off windows cover real multi-day freezes.
+pub const MAX_RECURRING_DURATION: SignedDuration = SignedDuration::from_hours(7 * 24);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    pub field: String,
+    pub message: String,
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ValidationErrors(pub Vec<FieldError>);
+
+impl ValidationErrors {
+    pub fn single(field: &str, message: impl Into<String>) -> Self {
+        Self(vec![FieldError {
+            field: field.to_string(),
+            message: message.into(),
+        }])
+    }
+
+    fn push(&mut self, field: &str, message: impl Into<String>) {
+        self.0.push(FieldError {
+            field: field.to_string(),
+            message: message.into(),
+        });
+    }
+
+    fn into_result<T>(self, value: T) -> Result<T, Self> {
+        if self.0.is_empty() {
+            Ok(value)
+        } else {
+            Err(self)
+        }
+    }
+}
+
+impl fmt::Display for ValidationErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ValidationErrors {}
+
+fn parse_instant(field: &str, text: &str, errors: &mut ValidationErrors) -> Option<Timestamp> {
+    match Timestamp::from_str(text) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            errors.push(
+                field,
+                format!("{text:?} is not an RFC 3339 time with an offset, such as 2026-12-01T22:00:00Z or 2026-12-01T23:00:00+01:00 ({e})"),
+            );
+            None
+        }
+    }
+}
+
+fn parse_duration(text: &str, errors: &mut ValidationErrors) -> Option<SignedDuration> {
+    let field = "spec.duration";
+    let duration = match SignedDuration::from_str(text.trim()) {
+        Ok(d) => d,
+        Err(_) => {
+            errors.push(
+                field,
+                format!("{text:?} is not a duration such as 2h, 90m or 1h30m"),
+            );
+            return None;
+        }
+    };
+    if duration.is_zero() || duration.is_negative() {
+        errors.push(field, format!("{text:?} must be longer than zero"));
+        return None;
+    }
+    if duration > MAX_RECURRING_DURATION {
+        errors.push(
+            field,
+            format!("{text:?} is longer than 7 days; use a one-off window (start/end) for longer freezes"),
+        );
+        return None;
+    }
+    Some(duration)
+}
+
+fn parse_cron(text: &str, errors: &mut ValidationErrors) -> Option<croner::Cron> {
+    let field = "spec.schedule";
+    let fields = text.split_whitespace().count();
+    if fields != 5 {
+        errors.push(
+            field,
+            format!("{text:?} has {fields} fields; expected 5: minute hour day-of-month month day-of-week (for example \"0 22 * * 6\")"),
+        );
+        return None;
+    }
+    let parser = CronParser::builder()
+        .seconds(Seconds::Disallowed)
+        .year(Year::Disallowed)
+        .build();
+    match parser.parse(text) {
+        Ok(cron) => Some(cron),
+        Err(e) => {
+            errors.push(
+                field,
+                format!("{text:?} is not a valid cron expression: {e}"),
+            );
+            None
+        }
+    }
+}
+
+fn parse_zone(text: Option<&str>, errors: &mut ValidationErrors) -> Option<TimeZone> {
+    let name = text.unwrap_or("UTC");
+    match jiff::tz::db().get(name) {
+        Ok(zone) => Some(zone),
+        Err(_) => {
+            errors.push(
+                "spec.timeZone",
+                format!("{name:?} is not a known IANA time zone; use a name such as Europe/Berlin or America/New_York"),
+            );
+            None
+        }
+    }
+}
+
+fn check_selector(field: &str, selector: Option<&LabelSelector>, errors: &mut ValidationErrors) {
+    let Some(selector) = selector else { return };
+    for (i, requirement) in selector.match_expressions.iter().flatten().enumerate() {
+        let at = format!("{field}.matchExpressions[{i}]");
+        let values = requirement.values.as_ref().map_or(0, Vec::len);
+        match requirement.operator.as_str() {
+            "In" | "NotIn" if values == 0 => errors.push(
+                &at,
+                format!("operator {} needs at least one value", requirement.operator),
+            ),
+            "Exists" | "DoesNotExist" if values > 0 => errors.push(
+                &at,
+                format!("operator {} takes no values", requirement.operator),
+            ),
+            "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
+            other => errors.push(
+                &at,
+                format!("unknown operator {other:?}; use In, NotIn, Exists or DoesNotExist"),
+            ),
+        }
+        if requirement.key.is_empty() {
+            errors.push(&format!("{at}.key"), "must not be empty");
+        }
+    }
+}
+
+impl MaintenanceWindowSpec {
+    /// The parsed schedule, or every problem with the spec.
+    pub fn schedule(&self) -> Result<Schedule, ValidationErrors> {
+        let mut errors = ValidationErrors::default();
+        check_selector(
+            "spec.namespaceSelector",
+            self.namespace_selector.as_ref(),
+            &mut errors,
+        );
+        check_selector(
+            "spec.workspaceSelector",
+            self.workspace_selector.as_ref(),
+            &mut errors,
+        );
+        let one_off = self.start.is_some() || self.end.is_some();
+        let recurring = self.schedule.is_some() || self.duration.is_some();
+        let schedule = match (one_off, recurring) {
+            (true, true) => {
+                errors.push(
+                    "spec",
+                    "give either start/end (a one-off window) or schedule/duration (a recurring one), not both",
+                );
+                None
+            }
+            (false, false) => {
+                errors.push(
+                    "spec",
+                    "give either start and end (a one-off window) or schedule and duration (a recurring one)",
+                );
+                None
+            }
+            (true, false) => self.one_off(&mut errors),
+            (false, true) => self.recurring(&mut errors),
+        };
+        match schedule {
+            Some(schedule) => errors.into_result(schedule),
+            None => Err(errors),
+        }
+    }
+
+    fn one_off(&self, errors: &mut ValidationErrors) -> Option<Schedule> {
+        if self.time_zone.is_some() {
+            errors.push(
+                "spec.timeZone",
+                "applies to schedule only; start and end carry their own UTC offset",
+            );
+        }
+        let start = match &self.start {
+            Some(s) => parse_instant("spec.start", s, errors),
+            None => {
+                errors.push("spec.start", "is required with end");
+                None
+            }
+        };
+        let end = match &self.end {
+            Some(e) => parse_instant("spec.end", e, errors),
+            None => {
+                errors.push("spec.end", "is required with start");
+                None
+            }
+        };
+        let (start, end) = (start?, end?);
+        if end <= start {
+            errors.push("spec.end", format!("{end} is not after start {start}"));
+            return None;
+        }
+        Some(Schedule::OneOff(Occurrence { start, end }))
+    }
+
+    fn recurring(&self, errors: &mut ValidationErrors) -> Option<Schedule> {
+        let cron = match &self.schedule {
+            Some(s) => parse_cron(s, errors),
+            None => {
+                errors.push("spec.schedule", "is required with duration");
+                None
+            }
+        };
+        let duration = match &self.duration {
+            Some(d) => parse_duration(d, errors),
+            None => {
+                errors.push(
+                    "spec.duration",
+                    "is required with schedule (for example 2h)",
+                );
+                None
+            }
+        };
+        let zone = parse_zone(self.time_zone.as_deref(), errors);
+        let (cron, duration, zone) = (cron?, duration?, zone?);
+        let recurring = Recurring::new(cron, duration, zone);
+        let schedule = Schedule::Recurring(recurring);
+        // Patterns such as "0 0 31 4 *" are well-formed yet never match.
+        if schedule.next_after(Timestamp::now(), 1).is_empty() {
+            errors.push(
+                "spec.schedule",
+                format!(
+                    "{:?} never matches a real date",
+                    self.schedule.as_deref().unwrap_or_default()
+                ),
+            );
+            return None;
+        }
+        Some(schedule)
+    }
+}
+
+pub fn validate_maintenance_window(spec: &MaintenanceWindowSpec) -> Result<(), ValidationErrors> {
+    spec.schedule().map(|_| ())
+}
+
+pub fn validate_workspace(name: &str, spec: &WorkspaceSpec) -> Result<(), ValidationErrors> {
+    let mut errors = ValidationErrors::default();
+    if name.len() > 63 {
+        errors.push(
+            "metadata.name",
+            format!("is {} characters; at most 63, because it becomes the value of the {WORKSPACE_LABEL} label", name.len()),
+        );
+    }
+    let template = &spec.pod_template;
+    if let Some(meta) = &template.metadata {
+        for (field, set) in [
+            ("name", meta.name.is_some()),
+            ("generateName", meta.generate_name.is_some()),
+            ("namespace", meta.namespace.is_some()),
+        ] {
+            if set {
+                errors.push(
+                    &format!("spec.podTemplate.metadata.{field}"),
+                    "must not be set: the pod is named ws-<workspace> in the Workspace's namespace",
+                );
+            }
+        }
+        if let Some(value) = meta.labels.as_ref().and_then(|l| l.get(WORKSPACE_LABEL))
+            && value != name
+        {
+            errors.push(
+                &format!("spec.podTemplate.metadata.labels[{WORKSPACE_LABEL}]"),
+                format!("is {value:?} but must be the Workspace's name {name:?} (or be left out)"),
+            );
+        }
+    }
+    match &template.spec {
+        None => errors.push("spec.podTemplate.spec", "is required"),
+        Some(pod) if pod.containers.is_empty() => errors.push(
+            "spec.podTemplate.spec.containers",
+            "needs at least one container",
+        ),
+        Some(pod) => {
+            let mut seen = std::collections::BTreeSet::new();
+            for (i, c) in pod.containers.iter().enumerate() {
+                let at = format!("spec.podTemplate.spec.containers[{i}]");
+                if c.name.is_empty() {
+                    errors.push(&format!("{at}.name"), "is required");
+                } else if !seen.insert(c.name.as_str()) {
+                    errors.push(&format!("{at}.name"), format!("{:?} is used twice", c.name));
+                }
+                if c.image.as_deref().is_none_or(str::is_empty) {
+                    errors.push(&format!("{at}.image"), "is required");
+                }
+            }
+        }
+    }
+    errors.into_result(())
+}
+
+/// Decodes `obj[key]` as `T`, reporting type errors with their JSON path.
+fn decode<T: DeserializeOwned>(obj: &Value, key: &str) -> Result<T, ValidationErrors> {
+    let value = obj.get(key).cloned().unwrap_or(Value::Null);
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." {
+            key.to_string()
+        } else {
+            format!("{key}.{path}")
+        };
+        ValidationErrors::single(&field, e.into_inner().to_string())
+    })
+}
+
+/// For the webhook: a whole Workspace object as JSON.
+pub fn validate_workspace_object(obj: &Value) -> Result<(), ValidationErrors> {
+    let spec: WorkspaceSpec = decode(obj, "spec")?;
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    validate_workspace(name, &spec)
+}
+
+/// For the webhook: a whole MaintenanceWindow object as JSON.
+pub fn validate_maintenance_window_object(obj: &Value) -> Result<(), ValidationErrors> {
+    let spec: MaintenanceWindowSpec = decode(obj, "spec")?;
+    validate_maintenance_window(&spec)
+}

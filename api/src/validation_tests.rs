@@ -1,0 +1,241 @@
+//! One row per way a spec can be wrong, asserting the facts the message must carry.
+
+use serde_json::json;
+
+use crate::maintenance::MaintenanceWindowSpec;
+use crate::validation::{
+    validate_maintenance_window, validate_maintenance_window_object, validate_workspace_object,
+};
+
+fn window(spec: serde_json::Value) -> MaintenanceWindowSpec {
+    serde_json::from_value(spec).expect("spec literal")
+}
+
+#[test]
+fn maintenance_window_errors_name_the_field_and_the_value() {
+    let cases: Vec<(&str, serde_json::Value, Vec<&str>)> = vec![
+        (
+            "both forms",
+            json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z", "schedule": "0 22 * * *", "duration": "2h"}),
+            vec!["not both"],
+        ),
+        (
+            "neither form",
+            json!({"message": "x"}),
+            vec!["give either start and end"],
+        ),
+        (
+            "start without end",
+            json!({"start": "2026-12-01T22:00:00Z"}),
+            vec!["spec.end", "required"],
+        ),
+        (
+            "end without start",
+            json!({"end": "2026-12-01T22:00:00Z"}),
+            vec!["spec.start", "required"],
+        ),
+        (
+            "unparseable start",
+            json!({"start": "tomorrow", "end": "2026-12-01T23:00:00Z"}),
+            vec!["spec.start", "\"tomorrow\"", "RFC 3339"],
+        ),
+        (
+            "start without offset",
+            json!({"start": "2026-12-01T22:00:00", "end": "2026-12-01T23:00:00Z"}),
+            vec!["spec.start", "offset"],
+        ),
+        (
+            "end before start",
+            json!({"start": "2026-12-01T23:00:00Z", "end": "2026-12-01T22:00:00Z"}),
+            vec!["spec.end", "not after start"],
+        ),
+        (
+            "end equals start",
+            json!({"start": "2026-12-01T23:00:00Z", "end": "2026-12-01T23:00:00Z"}),
+            vec!["spec.end", "not after start"],
+        ),
+        (
+            "time zone with one-off",
+            json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z", "timeZone": "UTC"}),
+            vec!["spec.timeZone", "schedule only"],
+        ),
+        (
+            "schedule without duration",
+            json!({"schedule": "0 22 * * *"}),
+            vec!["spec.duration", "required"],
+        ),
+        (
+            "duration without schedule",
+            json!({"duration": "2h"}),
+            vec!["spec.schedule", "required"],
+        ),
+        (
+            "bad cron",
+            json!({"schedule": "0 25 * * *", "duration": "2h"}),
+            vec!["spec.schedule", "\"0 25 * * *\"", "not a valid cron"],
+        ),
+        (
+            "seconds field",
+            json!({"schedule": "0 0 22 * * *", "duration": "2h"}),
+            vec!["spec.schedule", "6 fields", "expected 5"],
+        ),
+        (
+            "too few fields",
+            json!({"schedule": "0 22 *", "duration": "2h"}),
+            vec!["3 fields"],
+        ),
+        (
+            "never matches",
+            json!({"schedule": "0 0 31 4 *", "duration": "2h"}),
+            vec!["spec.schedule", "never matches"],
+        ),
+        (
+            "unknown zone",
+            json!({"schedule": "0 22 * * *", "duration": "2h", "timeZone": "Mars/Olympus"}),
+            vec!["spec.timeZone", "\"Mars/Olympus\"", "IANA"],
+        ),
+        (
+            "zero duration",
+            json!({"schedule": "0 22 * * *", "duration": "0s"}),
+            vec!["spec.duration", "longer than zero"],
+        ),
+        (
+            "negative duration",
+            json!({"schedule": "0 22 * * *", "duration": "-2h"}),
+            vec!["spec.duration", "longer than zero"],
+        ),
+        (
+            "unparseable duration",
+            json!({"schedule": "0 22 * * *", "duration": "two hours"}),
+            vec!["spec.duration", "\"two hours\"", "such as 2h"],
+        ),
+        (
+            "too long duration",
+            json!({"schedule": "0 22 * * *", "duration": "200h"}),
+            vec!["spec.duration", "7 days"],
+        ),
+        (
+            "In without values",
+            json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z", "namespaceSelector": {"matchExpressions": [{"key": "env", "operator": "In"}]}}),
+            vec![
+                "spec.namespaceSelector.matchExpressions[0]",
+                "at least one value",
+            ],
+        ),
+        (
+            "Exists with values",
+            json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z", "workspaceSelector": {"matchExpressions": [{"key": "team", "operator": "Exists", "values": ["a"]}]}}),
+            vec![
+                "spec.workspaceSelector.matchExpressions[0]",
+                "takes no values",
+            ],
+        ),
+        (
+            "unknown operator",
+            json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z", "namespaceSelector": {"matchExpressions": [{"key": "env", "operator": "Like", "values": ["a"]}]}}),
+            vec!["unknown operator \"Like\""],
+        ),
+    ];
+    for (what, spec, facts) in cases {
+        let message = match validate_maintenance_window(&window(spec)) {
+            Ok(()) => panic!("{what}: accepted"),
+            Err(errors) => errors.to_string(),
+        };
+        for fact in facts {
+            assert!(message.contains(fact), "{what}: {message:?} lacks {fact:?}");
+        }
+    }
+}
+
+#[test]
+fn all_errors_are_collected() {
+    let spec = window(json!({"schedule": "bad", "duration": "-1h", "timeZone": "Nowhere/City"}));
+    let errors = validate_maintenance_window(&spec).expect_err("three problems");
+    let fields: Vec<&str> = errors.0.iter().map(|e| e.field.as_str()).collect();
+    assert_eq!(fields, ["spec.schedule", "spec.duration", "spec.timeZone"]);
+}
+
+#[test]
+fn valid_windows_pass() {
+    for spec in [
+        json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:30:00+01:00"}),
+        json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:30:00Z"}),
+        json!({"schedule": "0 22 * * 6", "duration": "4h", "timeZone": "Europe/Berlin"}),
+        json!({"schedule": "30 2 * * *", "duration": "1h30m"}),
+        json!({"schedule": "0 22 L * *", "duration": "90m", "namespaceSelector": {"matchLabels": {"env": "dev"}}}),
+    ] {
+        let result = validate_maintenance_window(&window(spec.clone()));
+        assert!(result.is_ok(), "{spec}: {result:?}");
+    }
+}
+
+#[test]
+fn workspace_errors() {
+    let containers = json!([{"name": "ide", "image": "busybox"}]);
+    let cases: Vec<(&str, serde_json::Value, Vec<&str>)> = vec![
+        (
+            "no containers",
+            json!({"metadata": {"name": "a"}, "spec": {"podTemplate": {"spec": {"containers": []}}}}),
+            vec!["spec.podTemplate.spec.containers", "at least one"],
+        ),
+        (
+            "no pod spec",
+            json!({"metadata": {"name": "a"}, "spec": {"podTemplate": {}}}),
+            vec!["spec.podTemplate.spec", "required"],
+        ),
+        (
+            "container without image",
+            json!({"metadata": {"name": "a"}, "spec": {"podTemplate": {"spec": {"containers": [{"name": "ide"}]}}}}),
+            vec!["containers[0].image", "required"],
+        ),
+        (
+            "duplicate container names",
+            json!({"metadata": {"name": "a"}, "spec": {"podTemplate": {"spec": {"containers": [{"name": "ide", "image": "x"}, {"name": "ide", "image": "y"}]}}}}),
+            vec!["containers[1].name", "used twice"],
+        ),
+        (
+            "pod name set",
+            json!({"metadata": {"name": "a"}, "spec": {"podTemplate": {"metadata": {"name": "mine"}, "spec": {"containers": containers}}}}),
+            vec!["spec.podTemplate.metadata.name", "ws-<workspace>"],
+        ),
+        (
+            "wrong workspace label",
+            json!({"metadata": {"name": "a"}, "spec": {"podTemplate": {"metadata": {"labels": {"lifeguard.dev/workspace": "b"}}, "spec": {"containers": containers}}}}),
+            vec!["lifeguard.dev/workspace", "\"b\"", "\"a\""],
+        ),
+        (
+            "name too long",
+            json!({"metadata": {"name": "a".repeat(64)}, "spec": {"podTemplate": {"spec": {"containers": containers}}}}),
+            vec!["metadata.name", "64 characters"],
+        ),
+        (
+            "wrong type",
+            json!({"metadata": {"name": "a"}, "spec": {"podTemplate": {"spec": {"containers": "ide"}}}}),
+            vec!["spec.podTemplate.spec.containers", "invalid type"],
+        ),
+        ("no spec", json!({"metadata": {"name": "a"}}), vec!["spec"]),
+    ];
+    for (what, object, facts) in cases {
+        let message = match validate_workspace_object(&object) {
+            Ok(()) => panic!("{what}: accepted"),
+            Err(errors) => errors.to_string(),
+        };
+        for fact in facts {
+            assert!(message.contains(fact), "{what}: {message:?} lacks {fact:?}");
+        }
+    }
+    let good = json!({"metadata": {"name": "a"}, "spec": {"podTemplate": {"metadata": {"labels": {"lifeguard.dev/workspace": "a"}}, "spec": {"containers": containers}}}});
+    assert_eq!(validate_workspace_object(&good), Ok(()));
+}
+
+#[test]
+fn object_type_errors_carry_the_json_path() {
+    let object = json!({"metadata": {"name": "w"}, "spec": {"schedule": 5, "duration": "2h"}});
+    let message = validate_maintenance_window_object(&object)
+        .expect_err("type error")
+        .to_string();
+    assert!(
+        message.starts_with("spec.schedule: invalid type"),
+        "{message}"
+    );
+}

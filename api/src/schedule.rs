@@ -37,7 +37,7 @@ impl Occurrence {
 #[derive(Debug, Clone)]
 pub enum Schedule {
     OneOff(Occurrence),
-    Recurring(Recurring),
+    Recurring(Box<Recurring>),
 }
 
 #[derive(Debug, Clone)]

@@ -268,7 +268,7 @@ impl MaintenanceWindowSpec {
         let zone = parse_zone(self.time_zone.as_deref(), errors);
         let (cron, duration, zone) = (cron?, duration?, zone?);
         let recurring = Recurring::new(cron, duration, zone);
-        let schedule = Schedule::Recurring(recurring);
+        let schedule = Schedule::Recurring(Box::new(recurring));
         // Patterns such as "0 0 31 4 *" are well-formed yet never match.
         if schedule.next_after(Timestamp::now(), 1).is_empty() {
             errors.push(

@@ -102,8 +102,8 @@ fn is_recreation(request: &AdmissionRequest, ctx: &Context) -> bool {
                         .is_some_and(|v| v.starts_with(&format!("{GROUP}/")))
             })
         });
-    let trusted = ctx.recreation_users.is_empty()
-        || ctx.recreation_users.iter().any(|u| *u == request.username);
+    let trusted =
+        ctx.recreation_users.is_empty() || ctx.recreation_users.contains(&request.username);
     annotated && owned_by_workspace && trusted
 }
 

@@ -59,6 +59,15 @@ fn owner() -> Value {
     json!([{"apiVersion": "lifeguard.dev/v1alpha1", "kind": "Workspace", "name": "alice", "uid": "u"}])
 }
 
+/// (what, request, windows in the cache, trusted re-creation users, expected verdict)
+type Case<'a> = (
+    &'a str,
+    AdmissionRequest,
+    &'a Vec<CompiledWindow>,
+    &'a [String],
+    Expect,
+);
+
 #[derive(Debug, PartialEq)]
 enum Expect {
     Allow,
@@ -113,13 +122,7 @@ fn validation_decisions() {
         )
     };
     let invalid_window = json!({"metadata": {"name": "w"}, "spec": {"schedule": "0 22 * * *"}});
-    let cases: Vec<(
-        &str,
-        AdmissionRequest,
-        &Vec<CompiledWindow>,
-        &[String],
-        Expect,
-    )> = vec![
+    let cases: Vec<Case> = vec![
         (
             "workspace create, no window",
             request(

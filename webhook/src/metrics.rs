@@ -32,7 +32,8 @@ impl Metrics {
                 "Time to decide an admission request, from body received to response built.",
             )
             .buckets(vec![
-                0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05,
+                0.00002, 0.00005, 0.0001, 0.00015, 0.0002, 0.0003, 0.0005, 0.00075, 0.001,
+                0.0025, 0.005, 0.01, 0.05,
             ]),
             &["webhook"],
         )?;

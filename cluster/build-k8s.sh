@@ -38,6 +38,9 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
 fi
 apt_install golang-1.19-go rsync dpkg-dev make golang-github-modern-go-reflect2-dev
+# The source index may predate the deb-src entry even when every package was installed.
+step "apt-get update (source index)"
+apt-get update >>"$LG_LOGS/apt.log" 2>&1 || die "apt-get update failed" "$LG_LOGS/apt.log"
 
 work="$LG_CACHE/k8s-src"
 step "download kubernetes source package $k8s_deb_version"

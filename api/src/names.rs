@@ -15,6 +15,10 @@ pub const WORKSPACE_FINALIZER: &str = "lifeguard.dev/workspace";
 /// During a window with `allowRecreation` the webhook admits such pods of existing Workspaces.
 pub const RECREATION_ANNOTATION: &str = "lifeguard.dev/recreation";
 
+/// Set by the controller on every pod it creates (value: the workspace's start number),
+/// so `status.podStarts` can be recovered from the pod if a status write was lost.
+pub const START_ANNOTATION: &str = "lifeguard.dev/start";
+
 /// Prefix of every Prometheus metric lifeguard exports.
 pub const METRIC_PREFIX: &str = "lifeguard_";
 

@@ -90,6 +90,9 @@ pub struct WorkspaceStatus {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PodRejection {
+    /// The rejected pod's UID: tells this rejection from an earlier one of the same name.
+    #[serde(default, rename = "podUID", skip_serializing_if = "Option::is_none")]
+    pub pod_uid: Option<String>,
     pub reason: String,
     pub message: String,
     pub node: String,

@@ -1,0 +1,306 @@
+//! "What is the next action for this workspace?" as a pure function of the Workspace, its
+//! pod (if any) and the time. The reconciler performs exactly one action per call and is
+//! called again by the resulting watch event, so a controller killed between any two
+//! actions resumes from what is stored in the API without losing or duplicating a pod.
+
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use lifeguard_api::names::{POD_FINALIZER, WORKSPACE_FINALIZER};
+use lifeguard_api::workspace::{PodRejection, condition};
+use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceStatus};
+
+use crate::rejection::{RejectionReasons, rejection};
+use crate::status::{condition_is_true, from_pod, set_condition};
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Wait between a rejected pod being gone and its replacement.
+    pub backoff: SignedDuration,
+    /// Replacements per workspace before it is marked Failed.
+    pub max_retries: u32,
+    /// How long a deleting pod may take to terminate its containers before the disposal
+    /// finalizer is released anyway.
+    pub disposal_timeout: SignedDuration,
+    pub reasons: RejectionReasons,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            backoff: SignedDuration::from_secs(15),
+            max_retries: 3,
+            disposal_timeout: SignedDuration::from_secs(120),
+            reasons: RejectionReasons::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    AddWorkspaceFinalizer,
+    /// Create the pod; `recreation` is the attempt number when it replaces a rejected one.
+    CreatePod {
+        start: u32,
+        recreation: Option<u32>,
+    },
+    /// Write this status (it differs from the stored one).
+    UpdateStatus(Box<WorkspaceStatus>),
+    /// Record a rejection (status written, Event emitted).
+    RecordRejection(Box<WorkspaceStatus>),
+    /// The workspace has used up its retries.
+    GiveUp(Box<WorkspaceStatus>),
+    /// Delete the pod; `Some(0)` for rejected pods, where nothing ran.
+    DeletePod {
+        grace_seconds: Option<i64>,
+    },
+    /// Remove our finalizer from the pod (final state recorded, disposal done).
+    ReleasePod,
+    RemoveWorkspaceFinalizer,
+    /// Nothing to do before this instant (unless a watch event comes first).
+    WaitUntil(Timestamp),
+    /// Nothing to do until something changes.
+    Idle,
+}
+
+fn has_finalizer(finalizers: Option<&Vec<String>>, name: &str) -> bool {
+    finalizers.is_some_and(|f| f.iter().any(|x| x == name))
+}
+
+pub fn plan(ws: &Workspace, pod: Option<&Pod>, now: Timestamp, settings: &Settings) -> Action {
+    let deleting = ws.metadata.deletion_timestamp.is_some();
+    if !deleting && !has_finalizer(ws.metadata.finalizers.as_ref(), WORKSPACE_FINALIZER) {
+        return Action::AddWorkspaceFinalizer;
+    }
+    match pod {
+        Some(pod) => plan_with_pod(ws, pod, now, settings),
+        None => plan_without_pod(ws, now, settings),
+    }
+}
+
+fn plan_without_pod(ws: &Workspace, now: Timestamp, settings: &Settings) -> Action {
+    let status = ws.status.clone().unwrap_or_default();
+    let generation = ws.metadata.generation;
+    if ws.metadata.deletion_timestamp.is_some() {
+        return if has_finalizer(ws.metadata.finalizers.as_ref(), WORKSPACE_FINALIZER) {
+            Action::RemoveWorkspaceFinalizer
+        } else {
+            Action::Idle
+        };
+    }
+    if matches!(
+        status.phase,
+        Some(WorkspacePhase::Failed | WorkspacePhase::Stopped)
+    ) {
+        return Action::Idle;
+    }
+    if condition_is_true(&status, condition::POD_REJECTED) {
+        let Some(gone_at) = status.pod_deletion_time.as_ref().map(|t| t.0) else {
+            let mut next = status.clone();
+            next.pod_deletion_time = Some(Time(now));
+            return Action::UpdateStatus(Box::new(next));
+        };
+        if status.pod_recreated >= settings.max_retries {
+            let mut next = status.clone();
+            next.phase = Some(WorkspacePhase::Failed);
+            let reason = status
+                .last_rejection
+                .as_ref()
+                .map_or("unknown", |r| r.reason.as_str());
+            let message = format!(
+                "the kubelet rejected the pod {} times (last reason: {reason}); giving up after {} re-creations",
+                status.pod_recreated + 1,
+                settings.max_retries
+            );
+            set_condition(
+                &mut next.conditions,
+                condition::FAILED,
+                true,
+                "RetriesExhausted",
+                &message,
+                generation,
+                now,
+            );
+            set_condition(
+                &mut next.conditions,
+                condition::READY,
+                false,
+                "Failed",
+                &message,
+                generation,
+                now,
+            );
+            return Action::GiveUp(Box::new(next));
+        }
+        let due = gone_at.checked_add(settings.backoff).unwrap_or(gone_at);
+        if now < due {
+            return Action::WaitUntil(due);
+        }
+        return Action::CreatePod {
+            start: status.pod_starts + 1,
+            recreation: Some(status.pod_recreated + 1),
+        };
+    }
+    if status.pod_starts == 0 {
+        return Action::CreatePod {
+            start: 1,
+            recreation: None,
+        };
+    }
+    // The pod went away without a rejection (deleted by someone else): the workspace has
+    // stopped; it is not silently restarted.
+    let mut next = status.clone();
+    next.phase = Some(WorkspacePhase::Stopped);
+    set_condition(
+        &mut next.conditions,
+        condition::READY,
+        false,
+        "PodGone",
+        "the workspace pod was deleted",
+        generation,
+        now,
+    );
+    if next != status {
+        Action::UpdateStatus(Box::new(next))
+    } else {
+        Action::Idle
+    }
+}
+
+fn pod_phase(pod: &Pod) -> &str {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or("Pending")
+}
+
+/// Containers have all stopped, or the pod has been deleting for longer than allowed.
+fn disposal_done(pod: &Pod, now: Timestamp, settings: &Settings) -> bool {
+    let running = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()))
+        });
+    let overdue = pod
+        .metadata
+        .deletion_timestamp
+        .as_ref()
+        .is_some_and(|t| now >= t.0.checked_add(settings.disposal_timeout).unwrap_or(t.0));
+    !running || overdue
+}
+
+fn plan_with_pod(ws: &Workspace, pod: &Pod, now: Timestamp, settings: &Settings) -> Action {
+    let status = ws.status.clone().unwrap_or_default();
+    let generation = ws.metadata.generation;
+    let ours = has_finalizer(pod.metadata.finalizers.as_ref(), POD_FINALIZER);
+    let pod_deleting = pod.metadata.deletion_timestamp.is_some();
+
+    if let Some(rejected) = rejection(pod, &settings.reasons) {
+        let uid = pod.metadata.uid.clone();
+        let recorded = condition_is_true(&status, condition::POD_REJECTED)
+            && status
+                .last_rejection
+                .as_ref()
+                .is_some_and(|r| r.pod_uid == uid);
+        if !recorded {
+            let mut next = status.clone();
+            next.phase = Some(WorkspacePhase::Pending);
+            next.pod_deletion_time = None;
+            next.pod_starts = next
+                .pod_starts
+                .max(from_pod(ws, pod, WorkspacePhase::Pending, now).pod_starts);
+            next.pod_recreated = next
+                .pod_recreated
+                .max(from_pod(ws, pod, WorkspacePhase::Pending, now).pod_recreated);
+            let message = format!(
+                "kubelet on {} rejected the pod: {}",
+                rejected.node, rejected.reason
+            );
+            set_condition(
+                &mut next.conditions,
+                condition::POD_REJECTED,
+                true,
+                &rejected.reason,
+                &message,
+                generation,
+                now,
+            );
+            set_condition(
+                &mut next.conditions,
+                condition::READY,
+                false,
+                "PodRejected",
+                &message,
+                generation,
+                now,
+            );
+            next.last_rejection = Some(PodRejection {
+                pod_uid: uid,
+                reason: rejected.reason,
+                message: rejected.message,
+                node: rejected.node,
+                time: Time(now),
+            });
+            return Action::RecordRejection(Box::new(next));
+        }
+        // Nothing ran in a rejected pod: no disposal to wait for.
+        if ours {
+            return Action::ReleasePod;
+        }
+        if !pod_deleting {
+            return Action::DeletePod {
+                grace_seconds: Some(0),
+            };
+        }
+        return Action::Idle;
+    }
+
+    let ws_deleting = ws.metadata.deletion_timestamp.is_some();
+    let phase = pod_phase(pod);
+    let terminal = matches!(phase, "Succeeded" | "Failed");
+    if ws_deleting || pod_deleting || terminal {
+        let final_phase = match phase {
+            "Succeeded" => WorkspacePhase::Stopped,
+            "Failed" => WorkspacePhase::Failed,
+            _ => WorkspacePhase::Stopping,
+        };
+        let next = from_pod(ws, pod, final_phase, now);
+        if Some(&next) != ws.status.as_ref() {
+            return Action::UpdateStatus(Box::new(next));
+        }
+        if !pod_deleting {
+            return Action::DeletePod {
+                grace_seconds: None,
+            };
+        }
+        if ours {
+            if disposal_done(pod, now, settings) {
+                return Action::ReleasePod;
+            }
+            if let Some(deleted) = &pod.metadata.deletion_timestamp {
+                return Action::WaitUntil(
+                    deleted
+                        .0
+                        .checked_add(settings.disposal_timeout)
+                        .unwrap_or(now),
+                );
+            }
+        }
+        return Action::Idle;
+    }
+
+    let live_phase = if phase == "Running" {
+        WorkspacePhase::Running
+    } else {
+        WorkspacePhase::Creating
+    };
+    let next = from_pod(ws, pod, live_phase, now);
+    if Some(&next) != ws.status.as_ref() {
+        Action::UpdateStatus(Box::new(next))
+    } else {
+        Action::Idle
+    }
+}

@@ -1,0 +1,116 @@
+//! Building the Workspace status the controller wants, idempotently: recomputing it from
+//! the same objects gives the same value, so an unchanged status is never written.
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use lifeguard_api::names::{RECREATION_ANNOTATION, START_ANNOTATION};
+use lifeguard_api::workspace::condition;
+use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceStatus};
+
+/// Sets a condition; the transition time moves only when the status value changes.
+pub fn set_condition(
+    conditions: &mut Vec<Condition>,
+    type_: &str,
+    status: bool,
+    reason: &str,
+    message: &str,
+    generation: Option<i64>,
+    now: Timestamp,
+) {
+    let status = if status { "True" } else { "False" };
+    match conditions.iter_mut().find(|c| c.type_ == type_) {
+        Some(c) => {
+            if c.status != status {
+                c.last_transition_time = Time(now);
+            }
+            c.status = status.into();
+            c.reason = reason.into();
+            c.message = message.into();
+            c.observed_generation = generation;
+        }
+        None => conditions.push(Condition {
+            type_: type_.into(),
+            status: status.into(),
+            reason: reason.into(),
+            message: message.into(),
+            observed_generation: generation,
+            last_transition_time: Time(now),
+        }),
+    }
+}
+
+pub fn condition_is_true(status: &WorkspaceStatus, type_: &str) -> bool {
+    status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == type_ && c.status == "True")
+}
+
+fn annotation_number(pod: &Pod, key: &str) -> u32 {
+    pod.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(key))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn pod_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// The status as the live pod shows it, with `phase` as given.
+pub fn from_pod(
+    ws: &Workspace,
+    pod: &Pod,
+    phase: WorkspacePhase,
+    now: Timestamp,
+) -> WorkspaceStatus {
+    let mut status = ws.status.clone().unwrap_or_default();
+    let generation = ws.metadata.generation;
+    status.phase = Some(phase);
+    status.pod_name = pod.metadata.name.clone();
+    if let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) {
+        status.node_name = Some(node);
+    }
+    // The pod's own record wins over a status write that may have been lost.
+    status.pod_starts = status
+        .pod_starts
+        .max(annotation_number(pod, START_ANNOTATION));
+    status.pod_recreated = status
+        .pod_recreated
+        .max(annotation_number(pod, RECREATION_ANNOTATION));
+    status.observed_generation = generation;
+    let ready = phase == WorkspacePhase::Running && pod_ready(pod);
+    let (reason, message) = match phase {
+        WorkspacePhase::Running if ready => ("PodReady", "the workspace pod is ready"),
+        WorkspacePhase::Running => ("PodNotReady", "the workspace pod runs but is not ready"),
+        WorkspacePhase::Creating => ("PodStarting", "the workspace pod is starting"),
+        _ => ("PodEnded", "the workspace pod has ended"),
+    };
+    set_condition(
+        &mut status.conditions,
+        condition::READY,
+        ready,
+        reason,
+        message,
+        generation,
+        now,
+    );
+    if condition_is_true(&status, condition::POD_REJECTED) {
+        set_condition(
+            &mut status.conditions,
+            condition::POD_REJECTED,
+            false,
+            "Recreated",
+            "a replacement pod was admitted by the kubelet's node",
+            generation,
+            now,
+        );
+    }
+    status
+}

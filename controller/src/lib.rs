@@ -1,9 +1,158 @@
 //! lifeguard's controller: keeps one pod per Workspace, recovers pods the kubelet rejected
 //! after scheduling, and releases the disposal finalizer only once a pod's end is recorded.
 
+pub mod config;
+pub mod finalizers;
+pub mod metrics;
 pub mod plan;
+pub mod podspec;
+pub mod reconcile;
 pub mod rejection;
 pub mod status;
+pub mod sweep;
 
 #[cfg(test)]
 mod plan_tests;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::get;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::Store;
+use kube::runtime::{Controller, watcher};
+use kube::{Api, Client};
+use lifeguard_api::names::WORKSPACE_LABEL;
+use lifeguard_api::{Workspace, WorkspacePhase};
+
+use crate::config::{Config, LogFormat};
+use crate::metrics::Metrics;
+use crate::reconcile::{Context, error_policy, reconcile};
+
+pub fn init_tracing(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().flatten_event(true).init(),
+    }
+}
+
+#[derive(Clone)]
+struct Ops {
+    metrics: Metrics,
+    ready: Arc<AtomicBool>,
+}
+
+fn ops_router(ops: Ops) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route(
+            "/readyz",
+            get(|State(ops): State<Ops>| async move {
+                if ops.ready.load(Ordering::Acquire) {
+                    (StatusCode::OK, "ready")
+                } else {
+                    (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "initial sweep not finished",
+                    )
+                }
+            }),
+        )
+        .route(
+            "/metrics",
+            get(|State(ops): State<Ops>| async move { ops.metrics.render() }),
+        )
+        .with_state(ops)
+}
+
+/// Keeps the workspaces-by-phase gauge current from the controller's own cache.
+async fn count_phases(store: Store<Workspace>, metrics: Metrics) {
+    let mut tick = tokio::time::interval(Duration::from_secs(15));
+    loop {
+        tick.tick().await;
+        let workspaces = store.state();
+        for phase in WorkspacePhase::ALL {
+            let n = workspaces
+                .iter()
+                .filter(|w| w.status.as_ref().and_then(|s| s.phase) == Some(phase))
+                .count();
+            metrics
+                .workspaces
+                .with_label_values(&[phase.as_str()])
+                .set(n as i64);
+        }
+    }
+}
+
+pub async fn run(config: Config) -> anyhow::Result<()> {
+    let client = Client::try_default()
+        .await
+        .context("connecting to the Kubernetes API (KUBECONFIG or in-cluster)")?;
+    let metrics = Metrics::new().context("registering metrics")?;
+    let settings = config.settings();
+    let ops = Ops {
+        metrics: metrics.clone(),
+        ready: Arc::new(AtomicBool::new(false)),
+    };
+    let listener = tokio::net::TcpListener::bind(config.metrics_listen)
+        .await
+        .with_context(|| format!("binding {}", config.metrics_listen))?;
+    let app = ops_router(ops.clone());
+    tokio::spawn(async move {
+        if let Err(error) = axum::serve(listener, app).await {
+            tracing::error!(%error, "health and metrics server stopped");
+        }
+    });
+
+    // Pods left Terminating while no controller ran are released before anything else.
+    match sweep::sweep_once(&client, &settings, &metrics).await {
+        Ok(released) => tracing::info!(released, "initial sweep done"),
+        Err(error) => tracing::warn!(%error, "initial sweep failed; the periodic sweep retries"),
+    }
+    let sweep_every = Duration::try_from(config.sweep_interval).unwrap_or(Duration::from_secs(60));
+    tokio::spawn(sweep::run(
+        client.clone(),
+        settings.clone(),
+        metrics.clone(),
+        sweep_every.max(Duration::from_secs(1)),
+    ));
+
+    let reporter = Reporter {
+        controller: "lifeguard-controller".into(),
+        instance: std::env::var("POD_NAME").ok(),
+    };
+    let context = Arc::new(Context {
+        client: client.clone(),
+        settings,
+        recorder: Recorder::new(client.clone(), reporter),
+        metrics: metrics.clone(),
+    });
+    let controller = Controller::new(
+        Api::<Workspace>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .owns(
+        Api::<Pod>::all(client),
+        watcher::Config::default().labels(WORKSPACE_LABEL),
+    );
+    tokio::spawn(count_phases(controller.store(), metrics));
+    ops.ready.store(true, Ordering::Release);
+    tracing::info!("controller running");
+    controller
+        .shutdown_on_signal()
+        .run(reconcile, error_policy, context)
+        .for_each(|_| futures::future::ready(()))
+        .await;
+    tracing::info!("stopped");
+    Ok(())
+}

@@ -1,0 +1,93 @@
+//! Command-line flags; every flag can also be set through its environment variable.
+
+use std::net::SocketAddr;
+
+use clap::{Parser, ValueEnum};
+use jiff::SignedDuration;
+
+use crate::plan::Settings;
+use crate::rejection::{DEFAULT_REASONS, RejectionReasons};
+
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "lifeguard-controller",
+    version,
+    about = "lifeguard's workspace controller"
+)]
+pub struct Config {
+    /// Wait between a rejected pod being gone and its replacement, e.g. 15s.
+    #[arg(long, env = "LIFEGUARD_BACKOFF", default_value = "15s", value_parser = parse_duration)]
+    pub backoff: SignedDuration,
+    /// Replacements of rejected pods per workspace before it is marked Failed.
+    #[arg(long, env = "LIFEGUARD_MAX_RETRIES", default_value_t = 3)]
+    pub max_retries: u32,
+    /// How long a deleting pod may take to stop its containers before its disposal
+    /// finalizer is released anyway.
+    #[arg(long, env = "LIFEGUARD_DISPOSAL_TIMEOUT", default_value = "2m", value_parser = parse_duration)]
+    pub disposal_timeout: SignedDuration,
+    /// Kubelet rejection reasons (comma-separated; a trailing * matches a prefix).
+    #[arg(long, env = "LIFEGUARD_REJECTION_REASONS", value_delimiter = ',', default_values_t = DEFAULT_REASONS.iter().map(|s| s.to_string()))]
+    pub rejection_reasons: Vec<String>,
+    /// How often pods holding our finalizer are swept for orphans and overdue deletions.
+    #[arg(long, env = "LIFEGUARD_SWEEP_INTERVAL", default_value = "1m", value_parser = parse_duration)]
+    pub sweep_interval: SignedDuration,
+    /// Plain-HTTP address for /healthz, /readyz and /metrics.
+    #[arg(
+        long,
+        env = "LIFEGUARD_CONTROLLER_METRICS_LISTEN",
+        default_value = "0.0.0.0:8080"
+    )]
+    pub metrics_listen: SocketAddr,
+    #[arg(long, env = "LIFEGUARD_LOG_FORMAT", value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+fn parse_duration(text: &str) -> Result<SignedDuration, String> {
+    let d: SignedDuration = text
+        .parse()
+        .map_err(|e| format!("{text:?} is not a duration like 15s or 2m: {e}"))?;
+    if d.is_negative() {
+        return Err(format!("{text:?} must not be negative"));
+    }
+    Ok(d)
+}
+
+impl Config {
+    pub fn settings(&self) -> Settings {
+        Settings {
+            backoff: self.backoff,
+            max_retries: self.max_retries,
+            disposal_timeout: self.disposal_timeout,
+            reasons: RejectionReasons::new(self.rejection_reasons.iter().cloned()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_follow_the_design() {
+        let config = Config::try_parse_from(["lifeguard-controller"]).expect("defaults");
+        let settings = config.settings();
+        assert_eq!(settings.backoff, SignedDuration::from_secs(15));
+        assert_eq!(settings.max_retries, 3);
+        assert!(settings.reasons.matches("OutOfcpu"));
+        let config = Config::try_parse_from([
+            "lifeguard-controller",
+            "--backoff=2s",
+            "--rejection-reasons=NodeAffinity",
+        ])
+        .expect("flags");
+        assert_eq!(config.settings().backoff, SignedDuration::from_secs(2));
+        assert!(!config.settings().reasons.matches("OutOfcpu"));
+        assert!(Config::try_parse_from(["lifeguard-controller", "--backoff=-1s"]).is_err());
+    }
+}

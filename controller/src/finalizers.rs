@@ -1,0 +1,79 @@
+//! Removing one finalizer without disturbing anyone else's.
+//!
+//! A merge patch of `metadata.finalizers` replaces the whole list, so it carries
+//! `metadata.resourceVersion`: if another writer changed the object since we read it, the
+//! API server answers 409 and we re-read and try again, never dropping a finalizer that
+//! was added in between.
+
+use std::fmt::Debug;
+
+use kube::api::{Api, Patch, PatchParams};
+use kube::{Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+/// Attempts before giving the conflict back to the reconciler's error policy.
+const ATTEMPTS: usize = 5;
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Removal {
+    Removed { conflicts: usize },
+    NotPresent,
+    Gone,
+}
+
+pub async fn remove<K>(api: &Api<K>, name: &str, finalizer: &str) -> Result<Removal, kube::Error>
+where
+    K: Resource + Clone + DeserializeOwned + Serialize + Debug,
+{
+    let mut conflicts = 0;
+    loop {
+        let Some(object) = api.get_opt(name).await? else {
+            return Ok(Removal::Gone);
+        };
+        let finalizers = object.finalizers();
+        if !finalizers.iter().any(|f| f == finalizer) {
+            return Ok(Removal::NotPresent);
+        }
+        let kept: Vec<&String> = finalizers.iter().filter(|f| *f != finalizer).collect();
+        let patch = json!({"metadata": {
+            "finalizers": kept,
+            "resourceVersion": object.resource_version(),
+        }});
+        match api
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => return Ok(Removal::Removed { conflicts }),
+            Err(kube::Error::Api(status)) if status.code == 409 && conflicts + 1 < ATTEMPTS => {
+                conflicts += 1;
+            }
+            Err(kube::Error::Api(status)) if status.code == 404 => return Ok(Removal::Gone),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Adds a finalizer, with the same optimistic lock.
+pub async fn add<K>(api: &Api<K>, object: &K, finalizer: &str) -> Result<(), kube::Error>
+where
+    K: Resource + Clone + DeserializeOwned + Serialize + Debug,
+{
+    let mut finalizers = object.finalizers().to_vec();
+    if finalizers.iter().any(|f| f == finalizer) {
+        return Ok(());
+    }
+    finalizers.push(finalizer.to_string());
+    let patch = json!({"metadata": {
+        "finalizers": finalizers,
+        "resourceVersion": object.resource_version(),
+    }});
+    api.patch(
+        &object.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .map(|_| ())
+}

@@ -1,0 +1,88 @@
+//! Prometheus metrics of the controller, on their own registry.
+
+use prometheus::{Encoder, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder};
+
+#[derive(Clone)]
+pub struct Metrics {
+    registry: Registry,
+    pub reconciles: IntCounterVec,
+    pub rejections: IntCounterVec,
+    pub recreations: IntCounterVec,
+    pub give_ups: IntCounterVec,
+    pub finalizer_removals: IntCounterVec,
+    pub finalizer_conflicts: IntCounterVec,
+    pub sweep_releases: IntCounterVec,
+    pub workspaces: IntGaugeVec,
+}
+
+fn counter(name: &str, help: &str, labels: &[&str]) -> Result<IntCounterVec, prometheus::Error> {
+    IntCounterVec::new(Opts::new(name, help), labels)
+}
+
+impl Metrics {
+    pub fn new() -> Result<Self, prometheus::Error> {
+        let m = Self {
+            registry: Registry::new(),
+            reconciles: counter(
+                "lifeguard_controller_reconciles_total",
+                "Workspace reconciles, by action taken or error reason.",
+                &["result"],
+            )?,
+            rejections: counter(
+                "lifeguard_controller_rejections_total",
+                "Kubelet rejections detected, by reason.",
+                &["reason"],
+            )?,
+            recreations: counter(
+                "lifeguard_controller_recreations_total",
+                "Replacement pods created, by attempt number.",
+                &["attempt"],
+            )?,
+            give_ups: counter(
+                "lifeguard_controller_give_ups_total",
+                "Workspaces marked Failed after using up their re-creations.",
+                &["reason"],
+            )?,
+            finalizer_removals: counter(
+                "lifeguard_controller_finalizer_removals_total",
+                "Finalizers removed, by object kind.",
+                &["kind"],
+            )?,
+            finalizer_conflicts: counter(
+                "lifeguard_controller_finalizer_conflicts_total",
+                "409 conflicts met while removing a finalizer, by object kind.",
+                &["kind"],
+            )?,
+            sweep_releases: counter(
+                "lifeguard_controller_sweep_releases_total",
+                "Pods released by the sweep, by cause.",
+                &["cause"],
+            )?,
+            workspaces: IntGaugeVec::new(
+                Opts::new("lifeguard_controller_workspaces", "Workspaces by phase."),
+                &["phase"],
+            )?,
+        };
+        for c in [
+            &m.reconciles,
+            &m.rejections,
+            &m.recreations,
+            &m.give_ups,
+            &m.finalizer_removals,
+            &m.finalizer_conflicts,
+            &m.sweep_releases,
+        ] {
+            m.registry.register(Box::new(c.clone()))?;
+        }
+        m.registry.register(Box::new(m.workspaces.clone()))?;
+        Ok(m)
+    }
+
+    pub fn render(&self) -> String {
+        let mut buffer = Vec::new();
+        if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut buffer) {
+            return format!("# error encoding metrics: {e}\n");
+        }
+        String::from_utf8_lossy(&buffer).into_owned()
+    }
+}

@@ -1,0 +1,96 @@
+//! The pod a Workspace runs, built from its template.
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::{Resource, ResourceExt};
+use lifeguard_api::Workspace;
+use lifeguard_api::names::{
+    POD_FINALIZER, RECREATION_ANNOTATION, START_ANNOTATION, WORKSPACE_LABEL, pod_name,
+};
+
+/// The workspace's pod: its template plus our name, label, annotations, finalizer and an
+/// owner reference (so the garbage collector also removes it with the Workspace).
+pub fn build(ws: &Workspace, start: u32, recreation: Option<u32>) -> Pod {
+    let template = &ws.spec.pod_template;
+    let meta = template.metadata.clone().unwrap_or_default();
+    let mut labels = meta.labels.unwrap_or_default();
+    labels.insert(WORKSPACE_LABEL.into(), ws.name_any());
+    let mut annotations = meta.annotations.unwrap_or_default();
+    annotations.insert(START_ANNOTATION.into(), start.to_string());
+    if let Some(attempt) = recreation {
+        annotations.insert(RECREATION_ANNOTATION.into(), attempt.to_string());
+    }
+    let mut finalizers = meta.finalizers.unwrap_or_default();
+    if !finalizers.iter().any(|f| f == POD_FINALIZER) {
+        finalizers.push(POD_FINALIZER.into());
+    }
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(pod_name(&ws.name_any())),
+            namespace: ws.namespace(),
+            labels: Some(labels),
+            annotations: Some(annotations),
+            finalizers: Some(finalizers),
+            owner_references: ws.controller_owner_ref(&()).map(|r| vec![r]),
+            ..ObjectMeta::default()
+        },
+        spec: template.spec.clone(),
+        status: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn pod_carries_name_label_annotations_finalizer_and_owner() {
+        let ws: Workspace = serde_json::from_value(json!({
+            "apiVersion": "lifeguard.dev/v1alpha1", "kind": "Workspace",
+            "metadata": {"name": "alice", "namespace": "team", "uid": "ws-uid"},
+            "spec": {"podTemplate": {
+                "metadata": {"labels": {"team": "blue"}, "finalizers": ["example.com/keep"]},
+                "spec": {"containers": [{"name": "ide", "image": "busybox"}]}}}
+        }))
+        .expect("workspace literal");
+        let pod = build(&ws, 3, Some(2));
+        assert_eq!(pod.metadata.name.as_deref(), Some("ws-alice"));
+        assert_eq!(pod.metadata.namespace.as_deref(), Some("team"));
+        let labels = pod.metadata.labels.expect("labels");
+        assert_eq!(labels.get("team").map(String::as_str), Some("blue"));
+        assert_eq!(
+            labels.get(WORKSPACE_LABEL).map(String::as_str),
+            Some("alice")
+        );
+        let annotations = pod.metadata.annotations.expect("annotations");
+        assert_eq!(
+            annotations.get(START_ANNOTATION).map(String::as_str),
+            Some("3")
+        );
+        assert_eq!(
+            annotations.get(RECREATION_ANNOTATION).map(String::as_str),
+            Some("2")
+        );
+        assert_eq!(
+            pod.metadata.finalizers,
+            Some(vec![
+                "example.com/keep".to_string(),
+                POD_FINALIZER.to_string()
+            ])
+        );
+        let owner = &pod.metadata.owner_references.expect("owner")[0];
+        assert_eq!(
+            (owner.kind.as_str(), owner.uid.as_str(), owner.controller),
+            ("Workspace", "ws-uid", Some(true))
+        );
+        assert!(
+            build(&ws, 1, None)
+                .metadata
+                .annotations
+                .expect("a")
+                .contains_key(RECREATION_ANNOTATION)
+                .eq(&false)
+        );
+    }
+}

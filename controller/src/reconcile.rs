@@ -1,0 +1,278 @@
+//! The reconciler: reads the Workspace and its pod, asks `plan` for the next action and
+//! performs it. All decisions live in `plan`; this file only does I/O.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::runtime::controller::Action as Requeue;
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::{Resource, ResourceExt};
+use lifeguard_api::names::{POD_FINALIZER, WORKSPACE_FINALIZER, pod_name};
+use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceStatus};
+use serde_json::json;
+
+use crate::finalizers::{self, Removal};
+use crate::metrics::Metrics;
+use crate::plan::{Action, Settings, plan};
+use crate::podspec;
+
+pub struct Context {
+    pub client: kube::Client,
+    pub settings: Settings,
+    pub recorder: Recorder,
+    pub metrics: Metrics,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("Kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("workspace has no namespace")]
+    NoNamespace,
+}
+
+impl Error {
+    /// Metric label.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::Kube(kube::Error::Api(s)) if s.code == 409 => "conflict",
+            Self::Kube(kube::Error::Api(_)) => "api_error",
+            Self::Kube(_) => "transport",
+            Self::NoNamespace => "no_namespace",
+        }
+    }
+}
+
+/// How soon to look again after a write: the watch event usually comes first.
+const AFTER_WRITE: Duration = Duration::from_millis(500);
+/// While a maintenance window refuses the replacement pod.
+const WINDOW_RETRY: Duration = Duration::from_secs(20);
+
+fn action_name(action: &Action) -> &'static str {
+    match action {
+        Action::AddWorkspaceFinalizer => "add_finalizer",
+        Action::CreatePod {
+            recreation: None, ..
+        } => "create_pod",
+        Action::CreatePod { .. } => "recreate_pod",
+        Action::UpdateStatus(_) => "update_status",
+        Action::RecordRejection(_) => "record_rejection",
+        Action::GiveUp(_) => "give_up",
+        Action::DeletePod { .. } => "delete_pod",
+        Action::ReleasePod => "release_pod",
+        Action::RemoveWorkspaceFinalizer => "remove_finalizer",
+        Action::WaitUntil(_) => "wait",
+        Action::Idle => "idle",
+    }
+}
+
+async fn event(ctx: &Context, ws: &Workspace, type_: EventType, reason: &str, note: String) {
+    let event = Event {
+        type_,
+        reason: reason.into(),
+        note: Some(note),
+        action: reason.into(),
+        secondary: None,
+    };
+    if let Err(error) = ctx.recorder.publish(&event, &ws.object_ref(&())).await {
+        tracing::warn!(%error, workspace = %ws.name_any(), "cannot publish event");
+    }
+}
+
+/// Fields a merge patch must null explicitly: leaving them out would keep the old value.
+const CLEARABLE: &[&str] = &[
+    "podDeletionTime",
+    "lastRejection",
+    "nodeName",
+    "podName",
+    "phase",
+];
+
+async fn write_status(
+    api: &Api<Workspace>,
+    ws: &Workspace,
+    status: &WorkspaceStatus,
+) -> Result<(), Error> {
+    let mut body = serde_json::to_value(status).map_err(kube::Error::SerdeError)?;
+    if let Some(fields) = body.as_object_mut() {
+        for key in CLEARABLE {
+            fields.entry(*key).or_insert(serde_json::Value::Null);
+        }
+    }
+    api.patch_status(
+        &ws.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "status": body })),
+    )
+    .await?;
+    Ok(())
+}
+
+pub async fn reconcile(ws: Arc<Workspace>, ctx: Arc<Context>) -> Result<Requeue, Error> {
+    let namespace = ws.namespace().ok_or(Error::NoNamespace)?;
+    let workspaces: Api<Workspace> = Api::namespaced(ctx.client.clone(), &namespace);
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
+    let name = ws.name_any();
+    // Read the pod fresh: a cached copy could be older than the Workspace we were given.
+    let pod = pods.get_opt(&pod_name(&name)).await?;
+    let now = Timestamp::now();
+    let action = plan(&ws, pod.as_ref(), now, &ctx.settings);
+    ctx.metrics
+        .reconciles
+        .with_label_values(&[action_name(&action)])
+        .inc();
+    tracing::debug!(workspace = %name, %namespace, action = action_name(&action), "reconcile");
+    match action {
+        Action::AddWorkspaceFinalizer => {
+            finalizers::add(&workspaces, &ws, WORKSPACE_FINALIZER).await?
+        }
+        Action::CreatePod { start, recreation } => {
+            return create_pod(&ctx, &ws, &workspaces, &pods, start, recreation).await;
+        }
+        Action::UpdateStatus(status) => write_status(&workspaces, &ws, &status).await?,
+        Action::RecordRejection(status) => {
+            write_status(&workspaces, &ws, &status).await?;
+            if let Some(r) = &status.last_rejection {
+                ctx.metrics
+                    .rejections
+                    .with_label_values(&[r.reason.as_str()])
+                    .inc();
+                let note = format!(
+                    "kubelet on {} rejected pod {}: {} ({})",
+                    r.node,
+                    pod_name(&name),
+                    r.reason,
+                    r.message
+                );
+                event(&ctx, &ws, EventType::Warning, "PodRejected", note).await;
+            }
+        }
+        Action::GiveUp(status) => {
+            write_status(&workspaces, &ws, &status).await?;
+            let reason = status
+                .last_rejection
+                .as_ref()
+                .map_or("unknown", |r| r.reason.as_str());
+            ctx.metrics.give_ups.with_label_values(&[reason]).inc();
+            let note = status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == "Failed")
+                .map(|c| c.message.clone())
+                .unwrap_or_default();
+            event(&ctx, &ws, EventType::Warning, "GaveUp", note).await;
+        }
+        Action::DeletePod { grace_seconds } => {
+            if let Some(pod) = &pod {
+                // The UID precondition makes sure a replacement of the same name is never hit.
+                let params = DeleteParams {
+                    grace_period_seconds: grace_seconds.map(|g| g as u32),
+                    preconditions: Some(Preconditions {
+                        uid: pod.metadata.uid.clone(),
+                        resource_version: None,
+                    }),
+                    ..DeleteParams::default()
+                };
+                match pods.delete(&pod.name_any(), &params).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        Action::ReleasePod => {
+            let removal = finalizers::remove(&pods, &pod_name(&name), POD_FINALIZER).await;
+            count_removal(&ctx, "Pod", removal?);
+        }
+        Action::RemoveWorkspaceFinalizer => {
+            let removal = finalizers::remove(&workspaces, &name, WORKSPACE_FINALIZER).await;
+            count_removal(&ctx, "Workspace", removal?);
+        }
+        Action::WaitUntil(t) => {
+            let wait = t
+                .duration_since(now)
+                .unsigned_abs()
+                .max(Duration::from_millis(100));
+            return Ok(Requeue::requeue(wait));
+        }
+        Action::Idle => return Ok(Requeue::requeue(Duration::from_secs(300))),
+    }
+    Ok(Requeue::requeue(AFTER_WRITE))
+}
+
+fn count_removal(ctx: &Context, kind: &str, removal: Removal) {
+    if let Removal::Removed { conflicts } = removal {
+        ctx.metrics
+            .finalizer_removals
+            .with_label_values(&[kind])
+            .inc();
+        ctx.metrics
+            .finalizer_conflicts
+            .with_label_values(&[kind])
+            .inc_by(conflicts as u64);
+    }
+}
+
+async fn create_pod(
+    ctx: &Context,
+    ws: &Workspace,
+    workspaces: &Api<Workspace>,
+    pods: &Api<Pod>,
+    start: u32,
+    recreation: Option<u32>,
+) -> Result<Requeue, Error> {
+    let pod = podspec::build(ws, start, recreation);
+    match pods.create(&PostParams::default(), &pod).await {
+        Ok(_) => {}
+        // Already there (our earlier create whose status write was lost): the next
+        // reconcile reads it.
+        Err(kube::Error::Api(s)) if s.code == 409 => return Ok(Requeue::requeue(AFTER_WRITE)),
+        // A maintenance window refuses it: wait for the window, without using a retry.
+        Err(kube::Error::Api(s)) if s.code == 403 && s.message.contains("maintenance window") => {
+            tracing::info!(workspace = %ws.name_any(), message = %s.message, "pod creation waits for a maintenance window");
+            event(
+                ctx,
+                ws,
+                EventType::Normal,
+                "MaintenanceDenied",
+                s.message.clone(),
+            )
+            .await;
+            return Ok(Requeue::requeue(WINDOW_RETRY));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let mut status = ws.status.clone().unwrap_or_default();
+    status.phase = Some(WorkspacePhase::Creating);
+    status.pod_name = pod.metadata.name.clone();
+    status.pod_starts = status.pod_starts.max(start);
+    status.pod_deletion_time = None;
+    if let Some(attempt) = recreation {
+        status.pod_recreated = status.pod_recreated.max(attempt);
+        ctx.metrics
+            .recreations
+            .with_label_values(&[&attempt.to_string()])
+            .inc();
+        let note = format!(
+            "re-creating pod {} (attempt {attempt} of {})",
+            pod_name(&ws.name_any()),
+            ctx.settings.max_retries
+        );
+        event(ctx, ws, EventType::Normal, "Recreating", note).await;
+    }
+    write_status(workspaces, ws, &status).await?;
+    Ok(Requeue::requeue(AFTER_WRITE))
+}
+
+pub fn error_policy(ws: Arc<Workspace>, error: &Error, ctx: Arc<Context>) -> Requeue {
+    ctx.metrics
+        .reconciles
+        .with_label_values(&[error.reason()])
+        .inc();
+    tracing::warn!(workspace = %ws.name_any(), %error, "reconcile failed; retrying");
+    let wait = if error.reason() == "conflict" { 1 } else { 5 };
+    Requeue::requeue(Duration::from_secs(wait))
+}

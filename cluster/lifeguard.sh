@@ -4,10 +4,13 @@
 LG_WEBHOOK_ADDR=127.0.0.1:8443
 LG_WEBHOOK_OPS_ADDR=127.0.0.1:8081
 LG_WEBHOOK_TLS="$LG_STATE/webhook-tls"
+LG_CONTROLLER_OPS_ADDR=127.0.0.1:8082
+# Short enough for the end-to-end tests to see several re-creations in a minute.
+LG_CONTROLLER_BACKOFF=${LG_CONTROLLER_BACKOFF:-3s}
 
 build_lifeguard() {
   step "build lifeguard (release)"
-  cargo build --release --locked -p lifeguard-webhook >>"$LG_LOGS/cargo.log" 2>&1 ||
+  cargo build --release --locked -p lifeguard-webhook -p lifeguard-controller >>"$LG_LOGS/cargo.log" 2>&1 ||
     die "building lifeguard failed" "$LG_LOGS/cargo.log"
 }
 
@@ -29,7 +32,7 @@ start_webhook() {
   start lifeguard-webhook env KUBECONFIG="$LG_STATE/lifeguard-webhook.kubeconfig" \
     "$CARGO_TARGET_DIR/release/lifeguard-webhook" --listen "$LG_WEBHOOK_ADDR" \
     --metrics-listen "$LG_WEBHOOK_OPS_ADDR" --tls-cert "$LG_WEBHOOK_TLS/tls.crt" \
-    --tls-key "$LG_WEBHOOK_TLS/tls.key" --cert-poll-interval 2s
+    --tls-key "$LG_WEBHOOK_TLS/tls.key" --cert-poll-interval 2s --recreation-user lifeguard:controller
   wait_for "lifeguard-webhook" 60 "$LG_LOGS/lifeguard-webhook.log" lifeguard-webhook \
     curl -fsS "http://$LG_WEBHOOK_OPS_ADDR/readyz"
   step "register the webhooks (url https://$LG_WEBHOOK_ADDR)"
@@ -39,4 +42,17 @@ start_webhook() {
   sed -E -e "s#service: \\{name: lifeguard-webhook, namespace: lifeguard-system, path: (/[a-z]+), port: 443\\}#url: https://$LG_WEBHOOK_ADDR\\1#" \
     -e "s#caBundle: \"\"#caBundle: $bundle#" manifests/webhook/webhooks.yaml |
     kubectl apply -f - >>"$LG_LOGS/kubectl.log" 2>&1 || die "registering the webhooks failed" "$LG_LOGS/kubectl.log"
+}
+
+start_controller() {
+  step "start lifeguard-controller (health and metrics on $LG_CONTROLLER_OPS_ADDR)"
+  kubectl apply -f manifests/namespace.yaml -f manifests/controller/rbac.yaml >>"$LG_LOGS/kubectl.log" 2>&1 ||
+    die "applying the controller's RBAC failed" "$LG_LOGS/kubectl.log"
+  component_kubeconfig lifeguard-controller lifeguard:controller
+  stop_process lifeguard-controller
+  start lifeguard-controller env KUBECONFIG="$LG_STATE/lifeguard-controller.kubeconfig" \
+    "$CARGO_TARGET_DIR/release/lifeguard-controller" --metrics-listen "$LG_CONTROLLER_OPS_ADDR" \
+    --backoff "$LG_CONTROLLER_BACKOFF" --sweep-interval 30s
+  wait_for "lifeguard-controller" 60 "$LG_LOGS/lifeguard-controller.log" lifeguard-controller \
+    curl -fsS "http://$LG_CONTROLLER_OPS_ADDR/readyz"
 }

@@ -64,14 +64,25 @@ pub async fn apply_crds(client: &Client) -> anyhow::Result<()> {
             .name
             .clone()
             .context("generated CRD has no name")?;
-        match crds.get_opt(&name).await? {
-            None => crds.create(&PostParams::default(), &crd).await,
-            Some(existing) => {
-                crd.metadata.resource_version = existing.metadata.resource_version;
-                crds.replace(&name, &PostParams::default(), &crd).await
+        // Tests run in parallel and all install the CRDs: skip when already current, and
+        // retry a replace that lost a race with another test.
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let result = match crds.get_opt(&name).await? {
+                None => crds.create(&PostParams::default(), &crd).await,
+                Some(existing) if existing.spec == crd.spec => break,
+                Some(existing) => {
+                    crd.metadata.resource_version = existing.metadata.resource_version;
+                    crds.replace(&name, &PostParams::default(), &crd).await
+                }
+            };
+            match result {
+                Ok(_) => break,
+                Err(kube::Error::Api(s)) if (s.code == 409) && attempts < 5 => continue,
+                Err(e) => return Err(e).with_context(|| format!("installing CRD {name}")),
             }
         }
-        .with_context(|| format!("installing CRD {name}"))?;
         wait_for(
             &crds,
             &name,

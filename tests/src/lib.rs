@@ -5,8 +5,10 @@
 
 mod cluster;
 mod namespace;
+mod rejector;
 mod wait;
 
 pub use cluster::{BUSYBOX_IMAGE, apply_crds, client, node_name};
 pub use namespace::{NAMESPACE_LABEL, unique_name, with_namespace};
-pub use wait::{DEFAULT_TIMEOUT, wait_for};
+pub use rejector::Rejector;
+pub use wait::{DEFAULT_TIMEOUT, wait_for, wait_gone};

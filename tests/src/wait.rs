@@ -37,3 +37,24 @@ where
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
+
+/// Polls until `name` no longer exists.
+pub async fn wait_gone<K>(api: &Api<K>, name: &str, timeout: Duration) -> anyhow::Result<()>
+where
+    K: Clone + DeserializeOwned + Serialize + Debug,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let last = match api.get_opt(name).await {
+            Ok(None) => return Ok(()),
+            Ok(Some(obj)) => {
+                serde_json::to_string_pretty(&obj).unwrap_or_else(|_| format!("{obj:?}"))
+            }
+            Err(e) => format!("error reading {name}: {e}"),
+        };
+        if tokio::time::Instant::now() >= deadline {
+            bail!("{name}: still there after {timeout:?}; last seen:\n{last}");
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}

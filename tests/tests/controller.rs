@@ -1,0 +1,293 @@
+//! The controller against the real kubelet: runs, rejection recovery with the same pod
+//! name, giving up, waiting for maintenance windows, finalizers, and deletion.
+
+use std::time::Duration;
+
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::Pod;
+use kube::Client;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use lifeguard_api::maintenance::MaintenanceWindow;
+use lifeguard_api::{Workspace, WorkspacePhase};
+use lifeguard_e2e::{
+    BUSYBOX_IMAGE, NAMESPACE_LABEL, Rejector, apply_crds, node_name, unique_name, wait_for,
+    with_namespace,
+};
+use serde_json::{Value, json};
+
+const TIMEOUT: Duration = Duration::from_secs(90);
+
+fn workspace(name: &str, spec_fields: Value, meta_fields: Value) -> anyhow::Result<Workspace> {
+    let mut spec = json!({
+        "terminationGracePeriodSeconds": 1,
+        "containers": [{"name": "ide", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
+                        "command": ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]}]
+    });
+    if let (Some(s), Some(extra)) = (spec.as_object_mut(), spec_fields.as_object()) {
+        s.extend(extra.clone());
+    }
+    let mut meta = json!({"labels": {"team": "e2e"}});
+    if let (Some(m), Some(extra)) = (meta.as_object_mut(), meta_fields.as_object()) {
+        m.extend(extra.clone());
+    }
+    Ok(serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"podTemplate": {"metadata": meta, "spec": spec}}
+    }))?)
+}
+
+fn phase(ws: &Workspace) -> Option<WorkspacePhase> {
+    ws.status.as_ref().and_then(|s| s.phase)
+}
+
+async fn rejector(client: &Client) -> anyhow::Result<Rejector> {
+    let node = node_name(client).await?;
+    Ok(Rejector::new(
+        client,
+        &node,
+        &format!("lifeguard.dev/{}", unique_name("e2e-pool")),
+    ))
+}
+
+#[tokio::test]
+async fn workspace_runs_with_a_finalized_pod() {
+    with_namespace("ws-run", |client, ns| async move {
+        apply_crds(&client).await?;
+        let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
+        workspaces
+            .create(
+                &PostParams::default(),
+                &workspace("alice", json!({}), json!({}))?,
+            )
+            .await?;
+        let ws = wait_for(&workspaces, "alice", TIMEOUT, "Running", |w| {
+            phase(w) == Some(WorkspacePhase::Running)
+        })
+        .await?;
+        let status = ws.status.unwrap_or_default();
+        assert_eq!(
+            (
+                status.pod_name.as_deref(),
+                status.pod_starts,
+                status.pod_recreated
+            ),
+            (Some("ws-alice"), 1, 0)
+        );
+        assert!(status.node_name.is_some());
+        let pod = Api::<Pod>::namespaced(client.clone(), &ns)
+            .get("ws-alice")
+            .await?;
+        assert!(
+            pod.metadata
+                .finalizers
+                .unwrap_or_default()
+                .contains(&"lifeguard.dev/disposal".to_string())
+        );
+        Ok(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn rejected_pod_comes_back_with_the_same_name() {
+    with_namespace("ws-recover", |client, ns| async move {
+        apply_crds(&client).await?;
+        let rejector = rejector(&client).await?;
+        rejector.reject().await?;
+        let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
+        workspaces
+            .create(
+                &PostParams::default(),
+                &workspace("bob", rejector.pod_spec_fields(), json!({}))?,
+            )
+            .await?;
+        let rejected = wait_for(&workspaces, "bob", TIMEOUT, "rejected", |w| {
+            w.status
+                .as_ref()
+                .is_some_and(|s| s.last_rejection.is_some())
+        })
+        .await;
+        rejector.admit().await?;
+        let rejected = rejected?
+            .status
+            .unwrap_or_default()
+            .last_rejection
+            .expect("rejection recorded");
+        assert_eq!(rejected.reason, "NodeAffinity");
+        assert_eq!(rejected.node, rejector.node);
+        let ws = wait_for(&workspaces, "bob", TIMEOUT, "Running again", |w| {
+            phase(w) == Some(WorkspacePhase::Running)
+        })
+        .await;
+        rejector.reject().await?;
+        let status = ws?.status.unwrap_or_default();
+        assert_eq!(status.pod_recreated, 1);
+        assert_eq!(status.pod_starts, 2);
+        assert!(
+            status.pod_deletion_time.is_none(),
+            "cleared once the replacement exists"
+        );
+        let pod = Api::<Pod>::namespaced(client.clone(), &ns)
+            .get("ws-bob")
+            .await?;
+        assert_ne!(pod.metadata.uid, rejected.pod_uid, "a new pod, same name");
+        assert_eq!(
+            pod.metadata
+                .annotations
+                .unwrap_or_default()
+                .get("lifeguard.dev/recreation")
+                .map(String::as_str),
+            Some("1")
+        );
+        Ok(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn workspace_rejected_every_time_fails_after_max_retries() {
+    with_namespace("ws-giveup", |client, ns| async move {
+        apply_crds(&client).await?;
+        let rejector = rejector(&client).await?;
+        let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
+        workspaces
+            .create(
+                &PostParams::default(),
+                &workspace("carol", rejector.pod_spec_fields(), json!({}))?,
+            )
+            .await?;
+        let ws = wait_for(
+            &workspaces,
+            "carol",
+            Duration::from_secs(120),
+            "Failed",
+            |w| phase(w) == Some(WorkspacePhase::Failed),
+        )
+        .await?;
+        let status = ws.status.unwrap_or_default();
+        assert_eq!(status.pod_recreated, 3, "default max retries");
+        let failed = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Failed")
+            .expect("Failed condition");
+        assert_eq!(failed.status, "True");
+        assert!(
+            failed.message.contains("NodeAffinity"),
+            "{}",
+            failed.message
+        );
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        wait_for(&pods, "ws-carol", TIMEOUT, "gone", |_| false)
+            .await
+            .err();
+        assert!(
+            pods.get_opt("ws-carol").await?.is_none(),
+            "no rejected pod is left behind"
+        );
+        Ok(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn recreation_waits_while_a_window_denies_it() {
+    with_namespace("ws-window", |client, ns| async move {
+        apply_crds(&client).await?;
+        let rejector = rejector(&client).await?;
+        let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
+        workspaces.create(&PostParams::default(), &workspace("dave", rejector.pod_spec_fields(), json!({}))?).await?;
+        wait_for(&workspaces, "dave", TIMEOUT, "rejected", |w| w.status.as_ref().is_some_and(|s| s.last_rejection.is_some())).await?;
+        let windows: Api<MaintenanceWindow> = Api::all(client.clone());
+        let window_name = unique_name("e2e-recreate-window");
+        let now = Timestamp::now();
+        let window: MaintenanceWindow = serde_json::from_value(json!({
+            "metadata": {"name": window_name},
+            "spec": {"start": (now - SignedDuration::from_secs(60)).strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+                     "end": (now + SignedDuration::from_secs(25)).strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+                     "message": "upgrade", "namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: ns.clone()}}}
+        }))?;
+        windows.create(&PostParams::default(), &window).await?;
+        rejector.admit().await?;
+        // While the window lasts, the replacement is refused and no retry is used up.
+        tokio::time::sleep(Duration::from_secs(15)).await;
+        let during = workspaces.get("dave").await?.status.unwrap_or_default();
+        let ws = wait_for(&workspaces, "dave", TIMEOUT, "Running after the window", |w| phase(w) == Some(WorkspacePhase::Running)).await;
+        let _ = windows.delete(&window_name, &DeleteParams::default()).await;
+        rejector.reject().await?;
+        assert_eq!(during.pod_recreated, 0, "no retry used while the window refused the pod");
+        assert_ne!(during.phase, Some(WorkspacePhase::Failed));
+        assert_eq!(ws?.status.unwrap_or_default().pod_recreated, 1);
+        Ok(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn deleting_a_workspace_stops_it_and_keeps_foreign_finalizers() {
+    with_namespace("ws-delete", |client, ns| async move {
+        apply_crds(&client).await?;
+        let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        workspaces
+            .create(
+                &PostParams::default(),
+                &workspace("erin", json!({}), json!({}))?,
+            )
+            .await?;
+        wait_for(&workspaces, "erin", TIMEOUT, "Running", |w| {
+            phase(w) == Some(WorkspacePhase::Running)
+        })
+        .await?;
+        // Another controller adds its finalizer while ours is there.
+        let add =
+            json!([{"op": "add", "path": "/metadata/finalizers/-", "value": "example.com/keep"}]);
+        pods.patch(
+            "ws-erin",
+            &PatchParams::default(),
+            &Patch::<Value>::Json(serde_json::from_value(add)?),
+        )
+        .await?;
+        workspaces.delete("erin", &DeleteParams::default()).await?;
+        let pod = wait_for(
+            &pods,
+            "ws-erin",
+            TIMEOUT,
+            "released by lifeguard",
+            |p: &Pod| {
+                p.metadata.deletion_timestamp.is_some()
+                    && !p
+                        .metadata
+                        .finalizers
+                        .clone()
+                        .unwrap_or_default()
+                        .contains(&"lifeguard.dev/disposal".to_string())
+            },
+        )
+        .await?;
+        assert_eq!(
+            pod.metadata.finalizers,
+            Some(vec!["example.com/keep".to_string()]),
+            "the foreign finalizer survives"
+        );
+        pods.patch(
+            "ws-erin",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+        )
+        .await?;
+        wait_for(&workspaces, "erin", TIMEOUT, "gone", |_| false)
+            .await
+            .err();
+        assert!(
+            workspaces.get_opt("erin").await?.is_none(),
+            "the Workspace is gone"
+        );
+        assert!(
+            pods.get_opt("ws-erin").await?.is_none(),
+            "no pod is left behind"
+        );
+        Ok(())
+    })
+    .await;
+}

@@ -38,6 +38,22 @@ pub struct Config {
         default_value = "0.0.0.0:8080"
     )]
     pub metrics_listen: SocketAddr,
+    /// Namespace of the leader-election Lease.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "lifeguard-system")]
+    pub lease_namespace: String,
+    /// Name of the leader-election Lease; replicas sharing it never act at once.
+    #[arg(
+        long,
+        env = "LIFEGUARD_LEASE_NAME",
+        default_value = "lifeguard-controller"
+    )]
+    pub lease_name: String,
+    /// Seconds a leader holds the Lease without renewing it before another may take over.
+    #[arg(long, env = "LIFEGUARD_LEASE_SECONDS", default_value_t = 15)]
+    pub lease_seconds: u64,
+    /// This replica's identity in the Lease (default: POD_NAME, else host name and pid).
+    #[arg(long, env = "POD_NAME")]
+    pub identity: Option<String>,
     #[arg(long, env = "LIFEGUARD_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
 }

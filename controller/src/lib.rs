@@ -3,6 +3,7 @@
 
 pub mod config;
 pub mod finalizers;
+pub mod leader;
 pub mod metrics;
 pub mod plan;
 pub mod podspec;
@@ -94,6 +95,22 @@ async fn count_phases(store: Store<Workspace>, metrics: Metrics) {
     }
 }
 
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = interrupt => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = interrupt.await;
+        }
+    }
+    tracing::info!("shutting down");
+}
+
 pub async fn run(config: Config) -> anyhow::Result<()> {
     let client = Client::try_default()
         .await
@@ -113,6 +130,39 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             tracing::error!(%error, "health and metrics server stopped");
         }
     });
+    let (stop, stopping) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        let _ = stop.send(true);
+    });
+    let stopped = move || {
+        let mut stopping = stopping.clone();
+        async move {
+            let _ = stopping.wait_for(|s| *s).await;
+        }
+    };
+
+    let identity = leader::identity(config.identity.clone());
+    let mut leadership = leader::Leadership::start(
+        client.clone(),
+        &config.lease_namespace,
+        &config.lease_name,
+        &identity,
+        config.lease_seconds,
+    )
+    .await?;
+    // A standby is healthy and ready: it has nothing to serve until it leads.
+    ops.ready.store(true, Ordering::Release);
+    tracing::info!(%identity, lease = %config.lease_name, "waiting to lead");
+    tokio::select! {
+        acquired = leadership.acquired() => acquired?,
+        () = stopped() => {
+            leadership.release().await;
+            return Ok(());
+        }
+    }
+    metrics.leader.set(1);
+    tracing::info!(%identity, "leading");
 
     // Pods left Terminating while no controller ran are released before anything else.
     match sweep::sweep_once(&client, &settings, &metrics).await {
@@ -120,7 +170,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         Err(error) => tracing::warn!(%error, "initial sweep failed; the periodic sweep retries"),
     }
     let sweep_every = Duration::try_from(config.sweep_interval).unwrap_or(Duration::from_secs(60));
-    tokio::spawn(sweep::run(
+    let sweeper = tokio::spawn(sweep::run(
         client.clone(),
         settings.clone(),
         metrics.clone(),
@@ -129,7 +179,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
 
     let reporter = Reporter {
         controller: "lifeguard-controller".into(),
-        instance: std::env::var("POD_NAME").ok(),
+        instance: Some(identity),
     };
     let context = Arc::new(Context {
         client: client.clone(),
@@ -145,14 +195,21 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         Api::<Pod>::all(client),
         watcher::Config::default().labels(WORKSPACE_LABEL),
     );
-    tokio::spawn(count_phases(controller.store(), metrics));
-    ops.ready.store(true, Ordering::Release);
-    tracing::info!("controller running");
-    controller
-        .shutdown_on_signal()
+    let counter = tokio::spawn(count_phases(controller.store(), metrics.clone()));
+    let reconciling = controller
+        .graceful_shutdown_on(stopped())
         .run(reconcile, error_policy, context)
-        .for_each(|_| futures::future::ready(()))
-        .await;
+        .for_each(|_| futures::future::ready(()));
+    let outcome = tokio::select! {
+        () = reconciling => Ok(()),
+        () = leadership.lost() => Err(anyhow::anyhow!(
+            "lost the leader Lease; exiting so that a fresh start rejoins the election"
+        )),
+    };
+    sweeper.abort();
+    counter.abort();
+    metrics.leader.set(0);
+    leadership.release().await;
     tracing::info!("stopped");
-    Ok(())
+    outcome
 }

@@ -1,6 +1,6 @@
 //! Prometheus metrics of the controller, on their own registry.
 
-use prometheus::{Encoder, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder};
+use prometheus::{Encoder, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder};
 
 #[derive(Clone)]
 pub struct Metrics {
@@ -13,6 +13,7 @@ pub struct Metrics {
     pub finalizer_conflicts: IntCounterVec,
     pub sweep_releases: IntCounterVec,
     pub workspaces: IntGaugeVec,
+    pub leader: IntGauge,
 }
 
 fn counter(name: &str, help: &str, labels: &[&str]) -> Result<IntCounterVec, prometheus::Error> {
@@ -62,6 +63,10 @@ impl Metrics {
                 Opts::new("lifeguard_controller_workspaces", "Workspaces by phase."),
                 &["phase"],
             )?,
+            leader: IntGauge::new(
+                "lifeguard_controller_leader",
+                "1 while this replica holds the leader Lease and reconciles.",
+            )?,
         };
         for c in [
             &m.reconciles,
@@ -75,6 +80,7 @@ impl Metrics {
             m.registry.register(Box::new(c.clone()))?;
         }
         m.registry.register(Box::new(m.workspaces.clone()))?;
+        m.registry.register(Box::new(m.leader.clone()))?;
         Ok(m)
     }
 

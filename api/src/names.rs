@@ -19,6 +19,10 @@ pub const RECREATION_ANNOTATION: &str = "lifeguard.dev/recreation";
 /// so `status.podStarts` can be recovered from the pod if a status write was lost.
 pub const START_ANNOTATION: &str = "lifeguard.dev/start";
 
+/// Set by the controller on a Workspace that a `drain: true` window stops (value: the
+/// window's name). The workspace is stopped gracefully and not started again.
+pub const DRAINED_BY_ANNOTATION: &str = "lifeguard.dev/drained-by";
+
 /// Prefix of every Prometheus metric lifeguard exports.
 pub const METRIC_PREFIX: &str = "lifeguard_";
 

@@ -2,6 +2,7 @@
 //! after scheduling, and releases the disposal finalizer only once a pod's end is recorded.
 
 pub mod config;
+pub mod drain;
 pub mod finalizers;
 pub mod leader;
 pub mod metrics;
@@ -11,6 +12,7 @@ pub mod reconcile;
 pub mod rejection;
 pub mod status;
 pub mod sweep;
+pub mod windows;
 
 #[cfg(test)]
 mod plan_tests;
@@ -24,14 +26,14 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::Store;
 use kube::runtime::{Controller, watcher};
 use kube::{Api, Client};
 use lifeguard_api::names::WORKSPACE_LABEL;
-use lifeguard_api::{Workspace, WorkspacePhase};
+use lifeguard_api::{MaintenanceWindow, Workspace, WorkspacePhase};
 
 use crate::config::{Config, LogFormat};
 use crate::metrics::Metrics;
@@ -196,10 +198,22 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         watcher::Config::default().labels(WORKSPACE_LABEL),
     );
     let counter = tokio::spawn(count_phases(controller.store(), metrics.clone()));
-    let reconciling = controller
+    let workspaces = controller
         .graceful_shutdown_on(stopped())
-        .run(reconcile, error_policy, context)
+        .run(reconcile, error_policy, context.clone())
         .for_each(|_| futures::future::ready(()));
+    let windows = Controller::new(
+        Api::<MaintenanceWindow>::all(context.client.clone()),
+        watcher::Config::default(),
+    )
+    .graceful_shutdown_on(stopped())
+    .run(
+        windows::reconcile_window,
+        windows::window_error_policy,
+        context,
+    )
+    .for_each(|_| futures::future::ready(()));
+    let reconciling = futures::future::join(workspaces, windows).map(|_| ());
     let outcome = tokio::select! {
         () = reconciling => Ok(()),
         () = leadership.lost() => Err(anyhow::anyhow!(

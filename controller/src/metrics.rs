@@ -14,6 +14,7 @@ pub struct Metrics {
     pub sweep_releases: IntCounterVec,
     pub workspaces: IntGaugeVec,
     pub leader: IntGauge,
+    pub drain_remaining: IntGaugeVec,
 }
 
 fn counter(name: &str, help: &str, labels: &[&str]) -> Result<IntCounterVec, prometheus::Error> {
@@ -63,6 +64,13 @@ impl Metrics {
                 Opts::new("lifeguard_controller_workspaces", "Workspaces by phase."),
                 &["phase"],
             )?,
+            drain_remaining: IntGaugeVec::new(
+                Opts::new(
+                    "lifeguard_controller_drain_remaining",
+                    "Workspaces a draining window still waits for, by window.",
+                ),
+                &["window"],
+            )?,
             leader: IntGauge::new(
                 "lifeguard_controller_leader",
                 "1 while this replica holds the leader Lease and reconciles.",
@@ -81,6 +89,7 @@ impl Metrics {
         }
         m.registry.register(Box::new(m.workspaces.clone()))?;
         m.registry.register(Box::new(m.leader.clone()))?;
+        m.registry.register(Box::new(m.drain_remaining.clone()))?;
         Ok(m)
     }
 

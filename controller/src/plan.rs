@@ -6,7 +6,7 @@
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use lifeguard_api::names::{POD_FINALIZER, WORKSPACE_FINALIZER};
+use lifeguard_api::names::{DRAINED_BY_ANNOTATION, POD_FINALIZER, WORKSPACE_FINALIZER};
 use lifeguard_api::workspace::{PodRejection, condition};
 use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceStatus};
 
@@ -61,6 +61,14 @@ pub enum Action {
     WaitUntil(Timestamp),
     /// Nothing to do until something changes.
     Idle,
+}
+
+/// A `drain: true` window asked this workspace to stop.
+fn drained(ws: &Workspace) -> bool {
+    ws.metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(DRAINED_BY_ANNOTATION))
 }
 
 fn has_finalizer(finalizers: Option<&Vec<String>>, name: &str) -> bool {
@@ -258,7 +266,7 @@ fn plan_with_pod(ws: &Workspace, pod: &Pod, now: Timestamp, settings: &Settings)
         return Action::Idle;
     }
 
-    let ws_deleting = ws.metadata.deletion_timestamp.is_some();
+    let ws_deleting = ws.metadata.deletion_timestamp.is_some() || drained(ws);
     let phase = pod_phase(pod);
     let terminal = matches!(phase, "Succeeded" | "Failed");
     if ws_deleting || pod_deleting || terminal {

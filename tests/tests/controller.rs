@@ -291,3 +291,56 @@ async fn deleting_a_workspace_stops_it_and_keeps_foreign_finalizers() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn draining_window_stops_running_workspaces_and_reports_drained() {
+    with_namespace("ws-drain", |client, ns| async move {
+        apply_crds(&client).await?;
+        let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
+        for name in ["gina", "hank"] {
+            workspaces.create(&PostParams::default(), &workspace(name, json!({}), json!({}))?).await?;
+        }
+        for name in ["gina", "hank"] {
+            wait_for(&workspaces, name, TIMEOUT, "Running", |w| phase(w) == Some(WorkspacePhase::Running)).await?;
+        }
+        let windows: Api<MaintenanceWindow> = Api::all(client.clone());
+        let window_name = unique_name("e2e-drain");
+        let now = Timestamp::now();
+        let window: MaintenanceWindow = serde_json::from_value(json!({
+            "metadata": {"name": window_name},
+            "spec": {"start": (now - SignedDuration::from_secs(5)).strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+                     "end": (now + SignedDuration::from_secs(600)).strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+                     "drain": true, "message": "node upgrade",
+                     "namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: ns.clone()}}}
+        }))?;
+        windows.create(&PostParams::default(), &window).await?;
+        let drained = wait_for(&windows, &window_name, TIMEOUT, "Drained", |w: &MaintenanceWindow| {
+            w.status.as_ref().is_some_and(|s| {
+                s.workspaces_remaining == Some(0) && s.conditions.iter().any(|c| c.type_ == "Drained" && c.status == "True")
+            })
+        })
+        .await;
+        let stopped: Vec<Option<WorkspacePhase>> = futures_phases(&workspaces, &["gina", "hank"]).await?;
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        let pods_left = pods.list(&Default::default()).await?.items.len();
+        let _ = windows.delete(&window_name, &DeleteParams::default()).await;
+        let drained = drained?.status.unwrap_or_default();
+        assert!(drained.active, "the window is active");
+        assert!(drained.current_occurrence.is_some());
+        assert_eq!(stopped, vec![Some(WorkspacePhase::Stopped); 2]);
+        assert_eq!(pods_left, 0, "drained workspaces keep no pod");
+        Ok(())
+    })
+    .await;
+}
+
+async fn futures_phases(
+    api: &Api<Workspace>,
+    names: &[&str],
+) -> anyhow::Result<Vec<Option<WorkspacePhase>>> {
+    let mut phases = Vec::new();
+    for name in names {
+        phases.push(phase(&api.get(name).await?));
+    }
+    Ok(phases)
+}

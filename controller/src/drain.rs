@@ -1,0 +1,146 @@
+//! Draining: which workspaces a `drain: true` window stops, and how many remain. Pure.
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use kube::ResourceExt;
+use lifeguard_api::names::DRAINED_BY_ANNOTATION;
+use lifeguard_api::window::CompiledWindow;
+use lifeguard_api::{Workspace, WorkspacePhase};
+
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct DrainPlan {
+    /// (namespace, name) of covered workspaces not yet asked to stop.
+    pub to_stop: Vec<(String, String)>,
+    /// Covered workspaces that have not reached Stopped or Failed.
+    pub remaining: u32,
+}
+
+pub fn is_done(ws: &Workspace) -> bool {
+    matches!(
+        ws.status.as_ref().and_then(|s| s.phase),
+        Some(WorkspacePhase::Stopped | WorkspacePhase::Failed)
+    )
+}
+
+/// `None` when the window is not draining at `now`.
+pub fn plan(
+    window: &CompiledWindow,
+    workspaces: &[Workspace],
+    namespace_labels: &BTreeMap<String, BTreeMap<String, String>>,
+    now: Timestamp,
+) -> Option<DrainPlan> {
+    if !window.drain || window.active_at(now).is_none() {
+        return None;
+    }
+    let empty = BTreeMap::new();
+    let mut plan = DrainPlan::default();
+    for ws in workspaces {
+        let namespace = ws.namespace().unwrap_or_default();
+        let ns_labels = namespace_labels.get(&namespace).unwrap_or(&empty);
+        if ws.metadata.deletion_timestamp.is_some() || !window.covers(ns_labels, ws.labels()) {
+            continue;
+        }
+        if is_done(ws) {
+            continue;
+        }
+        plan.remaining += 1;
+        if !ws.annotations().contains_key(DRAINED_BY_ANNOTATION) {
+            plan.to_stop.push((namespace, ws.name_any()));
+        }
+    }
+    Some(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lifeguard_api::MaintenanceWindow;
+    use serde_json::{Value, json};
+
+    fn window(spec: Value) -> CompiledWindow {
+        let w: MaintenanceWindow =
+            serde_json::from_value(json!({"metadata": {"name": "upgrade"}, "spec": spec}))
+                .expect("window");
+        CompiledWindow::compile(&w).expect("valid")
+    }
+
+    fn ws(
+        ns: &str,
+        name: &str,
+        phase: Option<&str>,
+        labels: Value,
+        annotations: Value,
+    ) -> Workspace {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": ns, "labels": labels, "annotations": annotations},
+            "spec": {"podTemplate": {}},
+            "status": phase.map(|p| json!({"phase": p}))
+        }))
+        .expect("workspace")
+    }
+
+    #[test]
+    fn drain_stops_covered_running_workspaces_and_counts_what_remains() {
+        let now: Timestamp = "2026-12-01T22:30:00Z".parse().expect("time");
+        let draining = window(
+            json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z", "drain": true,
+            "namespaceSelector": {"matchLabels": {"env": "dev"}}}),
+        );
+        let namespaces = BTreeMap::from([
+            (
+                "dev".to_string(),
+                BTreeMap::from([("env".to_string(), "dev".to_string())]),
+            ),
+            (
+                "prod".to_string(),
+                BTreeMap::from([("env".to_string(), "prod".to_string())]),
+            ),
+        ]);
+        let workspaces = vec![
+            ws("dev", "running", Some("Running"), json!({}), json!({})),
+            ws(
+                "dev",
+                "stopping",
+                Some("Stopping"),
+                json!({}),
+                json!({DRAINED_BY_ANNOTATION: "upgrade"}),
+            ),
+            ws(
+                "dev",
+                "stopped",
+                Some("Stopped"),
+                json!({}),
+                json!({DRAINED_BY_ANNOTATION: "upgrade"}),
+            ),
+            ws("dev", "failed", Some("Failed"), json!({}), json!({})),
+            ws("dev", "new", None, json!({}), json!({})),
+            ws(
+                "prod",
+                "other-namespace",
+                Some("Running"),
+                json!({}),
+                json!({}),
+            ),
+        ];
+        let plan = plan(&draining, &workspaces, &namespaces, now).expect("draining");
+        assert_eq!(
+            plan.to_stop,
+            vec![
+                ("dev".to_string(), "running".to_string()),
+                ("dev".to_string(), "new".to_string())
+            ]
+        );
+        assert_eq!(plan.remaining, 3, "running, stopping and new remain");
+
+        let no_drain =
+            window(json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z"}));
+        assert_eq!(super::plan(&no_drain, &workspaces, &namespaces, now), None);
+        let later: Timestamp = "2026-12-01T23:30:00Z".parse().expect("time");
+        assert_eq!(
+            super::plan(&draining, &workspaces, &namespaces, later),
+            None,
+            "not after the window"
+        );
+    }
+}

@@ -1,0 +1,214 @@
+//! MaintenanceWindow status (active, current and next occurrence) and draining: while a
+//! `drain: true` window is active, covered workspaces are asked to stop and the window's
+//! status counts what remains, until `Drained`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::core::PartialObjectMeta;
+use kube::runtime::controller::Action as Requeue;
+use kube::runtime::events::{Event, EventType};
+use kube::{Resource, ResourceExt};
+use lifeguard_api::maintenance::OccurrenceStatus;
+use lifeguard_api::names::DRAINED_BY_ANNOTATION;
+use lifeguard_api::schedule::Occurrence;
+use lifeguard_api::window::CompiledWindow;
+use lifeguard_api::{MaintenanceWindow, Workspace};
+use serde_json::json;
+
+use crate::drain;
+use crate::reconcile::{Context, Error};
+use crate::status::set_condition;
+
+const DRAINING_POLL: Duration = Duration::from_secs(2);
+const IDLE_POLL: Duration = Duration::from_secs(300);
+
+fn occurrence(o: Occurrence) -> OccurrenceStatus {
+    OccurrenceStatus {
+        start: Time(o.start),
+        end: Time(o.end),
+    }
+}
+
+async fn namespace_labels(
+    ctx: &Context,
+) -> Result<BTreeMap<String, BTreeMap<String, String>>, Error> {
+    let api: Api<PartialObjectMeta<Namespace>> = Api::all(ctx.client.clone());
+    Ok(api
+        .list_metadata(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .map(|ns| (ns.name_any(), ns.metadata.labels.unwrap_or_default()))
+        .collect())
+}
+
+pub async fn reconcile_window(
+    mw: Arc<MaintenanceWindow>,
+    ctx: Arc<Context>,
+) -> Result<Requeue, Error> {
+    let windows: Api<MaintenanceWindow> = Api::all(ctx.client.clone());
+    let name = mw.name_any();
+    let now = Timestamp::now();
+    let generation = mw.metadata.generation;
+    let mut status = mw.status.clone().unwrap_or_default();
+    let window = match CompiledWindow::compile(&mw) {
+        Ok(window) => window,
+        Err(errors) => {
+            // Stored before the webhook could refuse it: say so where the operator looks.
+            set_condition(
+                &mut status.conditions,
+                "Valid",
+                false,
+                "InvalidSpec",
+                &errors.to_string(),
+                generation,
+                now,
+            );
+            status.active = false;
+            write_status(&windows, &name, &status).await?;
+            return Ok(Requeue::requeue(IDLE_POLL));
+        }
+    };
+    set_condition(
+        &mut status.conditions,
+        "Valid",
+        true,
+        "Valid",
+        "the spec is valid",
+        generation,
+        now,
+    );
+    let active = window.active_at(now);
+    status.active = active.is_some();
+    status.current_occurrence = active.map(occurrence);
+    status.next_occurrence = window
+        .schedule()
+        .next_after(now, 1)
+        .first()
+        .copied()
+        .map(occurrence);
+    status.observed_generation = generation;
+    let until_change = window
+        .schedule()
+        .next_change(now)
+        .map(|t| t.duration_since(now).unsigned_abs())
+        .unwrap_or(IDLE_POLL);
+    let mut requeue = until_change.clamp(Duration::from_secs(1), IDLE_POLL);
+
+    let workspaces = if window.drain && active.is_some() {
+        Api::<Workspace>::all(ctx.client.clone())
+            .list(&ListParams::default())
+            .await?
+            .items
+    } else {
+        Vec::new()
+    };
+    let namespaces = if workspaces.is_empty() {
+        BTreeMap::new()
+    } else {
+        namespace_labels(&ctx).await?
+    };
+    let was_drained = status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == "Drained" && c.status == "True");
+    match drain::plan(&window, &workspaces, &namespaces, now) {
+        Some(plan) => {
+            for (namespace, ws) in &plan.to_stop {
+                let api: Api<Workspace> = Api::namespaced(ctx.client.clone(), namespace);
+                let patch = json!({"metadata": {"annotations": {DRAINED_BY_ANNOTATION: name}}});
+                api.patch(ws, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await?;
+                tracing::info!(window = %name, workspace = %ws, %namespace, "draining workspace");
+            }
+            status.workspaces_remaining = Some(plan.remaining);
+            ctx.metrics
+                .drain_remaining
+                .with_label_values(&[name.as_str()])
+                .set(i64::from(plan.remaining));
+            let drained = plan.remaining == 0;
+            let message = if drained {
+                "every covered workspace has stopped".to_string()
+            } else {
+                format!("{} covered workspaces still running", plan.remaining)
+            };
+            set_condition(
+                &mut status.conditions,
+                "Drained",
+                drained,
+                if drained { "Drained" } else { "Draining" },
+                &message,
+                generation,
+                now,
+            );
+            if drained && !was_drained {
+                publish(&ctx, &mw, "Drained", message).await;
+            }
+            requeue = requeue.min(DRAINING_POLL);
+        }
+        None => {
+            status.workspaces_remaining = None;
+            status.conditions.retain(|c| c.type_ != "Drained");
+            let _ = ctx
+                .metrics
+                .drain_remaining
+                .remove_label_values(&[name.as_str()]);
+        }
+    }
+    if Some(&status) != mw.status.as_ref() {
+        write_status(&windows, &name, &status).await?;
+    }
+    Ok(Requeue::requeue(requeue))
+}
+
+async fn publish(ctx: &Context, mw: &MaintenanceWindow, reason: &str, note: String) {
+    let event = Event {
+        type_: EventType::Normal,
+        reason: reason.into(),
+        note: Some(note),
+        action: reason.into(),
+        secondary: None,
+    };
+    if let Err(error) = ctx.recorder.publish(&event, &mw.object_ref(&())).await {
+        tracing::warn!(%error, window = %mw.name_any(), "cannot publish event");
+    }
+}
+
+async fn write_status(
+    api: &Api<MaintenanceWindow>,
+    name: &str,
+    status: &lifeguard_api::MaintenanceWindowStatus,
+) -> Result<(), Error> {
+    let mut body = serde_json::to_value(status).map_err(kube::Error::SerdeError)?;
+    if let Some(fields) = body.as_object_mut() {
+        for key in ["currentOccurrence", "nextOccurrence", "workspacesRemaining"] {
+            fields.entry(key).or_insert(serde_json::Value::Null);
+        }
+    }
+    api.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "status": body })),
+    )
+    .await?;
+    Ok(())
+}
+
+pub fn window_error_policy(
+    mw: Arc<MaintenanceWindow>,
+    error: &Error,
+    ctx: Arc<Context>,
+) -> Requeue {
+    ctx.metrics
+        .reconciles
+        .with_label_values(&[error.reason()])
+        .inc();
+    tracing::warn!(window = %mw.name_any(), %error, "window reconcile failed; retrying");
+    Requeue::requeue(Duration::from_secs(5))
+}

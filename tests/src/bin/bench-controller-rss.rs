@@ -1,0 +1,151 @@
+//! Benchmark: the controller's resident memory with N Workspaces (and so N workspace pods)
+//! in the API server. Pods are pinned to a node that does not exist: they are only watched.
+//!
+//!   cargo run --release -p lifeguard-e2e --bin bench-controller-rss -- [N] [CONTROLLER_PID]
+//!
+//! Prints the controller's RSS before, once every pod exists, and after a quiet minute.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use futures::{StreamExt, stream};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use lifeguard_api::Workspace;
+use serde_json::json;
+
+const NAMESPACE: &str = "lifeguard-bench-rss";
+const PID_FILE: &str = "/run/lifeguard-cluster/lifeguard-controller.pid";
+
+fn rss_mib(pid: u32) -> anyhow::Result<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .context("no VmRSS")?
+        .parse()?;
+    Ok(kib / 1024.0)
+}
+
+async fn count_pods(pods: &Api<Pod>) -> anyhow::Result<usize> {
+    let mut n = 0;
+    let mut params = ListParams::default().limit(500);
+    loop {
+        let page = pods.list_metadata(&params).await?;
+        n += page.items.len();
+        match page.metadata.continue_ {
+            Some(token) if !token.is_empty() => params = params.continue_token(&token),
+            _ => return Ok(n),
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let n: usize = args
+        .next()
+        .map(|a| a.parse())
+        .transpose()?
+        .unwrap_or(10_000);
+    let pid: u32 = match args.next() {
+        Some(pid) => pid.parse()?,
+        None => std::fs::read_to_string(PID_FILE)
+            .context("controller pid file")?
+            .trim()
+            .parse()?,
+    };
+    let client = lifeguard_e2e::client().await?;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    if namespaces.get_opt(NAMESPACE).await?.is_none() {
+        let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": NAMESPACE}}))?;
+        namespaces.create(&PostParams::default(), &ns).await?;
+        tokio::time::sleep(Duration::from_secs(3)).await;
+    }
+    let workspaces: Api<Workspace> = Api::namespaced(client.clone(), NAMESPACE);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
+    println!("controller RSS before: {:.1} MiB", rss_mib(pid)?);
+    let started = Instant::now();
+    let created = stream::iter(0..n)
+        .map(|i| {
+            let workspaces = workspaces.clone();
+            async move {
+                let ws: Workspace = serde_json::from_value(json!({
+                    "metadata": {"name": format!("bench-{i:05}"), "labels": {"team": "bench"}},
+                    "spec": {"podTemplate": {"metadata": {"labels": {"app": "ide"}}, "spec": {
+                        "nodeName": "bench-nowhere",
+                        "containers": [{"name": "ide", "image": lifeguard_e2e::BUSYBOX_IMAGE,
+                                        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}}}
+                }))?;
+                match workspaces.create(&PostParams::default(), &ws).await {
+                    Ok(_) => anyhow::Ok(()),
+                    Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+                    Err(e) => Err(e.into()),
+                }
+            }
+        })
+        .buffer_unordered(16)
+        .filter(|r| futures::future::ready(r.is_err()))
+        .count()
+        .await;
+    anyhow::ensure!(created == 0, "{created} Workspaces could not be created");
+    println!("{n} Workspaces created in {:.0?}", started.elapsed());
+    let deadline = Instant::now() + Duration::from_secs(1800);
+    loop {
+        let have = count_pods(&pods).await?;
+        if have >= n {
+            break;
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "only {have} of {n} pods after 30 min"
+        );
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    }
+    println!(
+        "{n} pods created by the controller after {:.0?}",
+        started.elapsed()
+    );
+    println!(
+        "controller RSS with {n} workspaces and pods: {:.1} MiB",
+        rss_mib(pid)?
+    );
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    println!(
+        "controller RSS after a quiet minute: {:.1} MiB",
+        rss_mib(pid)?
+    );
+
+    if std::env::var_os("KEEP").is_none() {
+        println!("cleaning up (force-deleting pods on the missing node)");
+        let _ = namespaces.delete(NAMESPACE, &DeleteParams::default()).await;
+        let mut params = ListParams::default().limit(500);
+        loop {
+            let page = pods.list_metadata(&params).await?;
+            stream::iter(page.items)
+                .for_each_concurrent(16, |pod| {
+                    let pods = pods.clone();
+                    async move {
+                        let name = pod.metadata.name.unwrap_or_default();
+                        let _ = pods
+                            .patch(
+                                &name,
+                                &PatchParams::default(),
+                                &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+                            )
+                            .await;
+                        let _ = pods
+                            .delete(&name, &DeleteParams::default().grace_period(0))
+                            .await;
+                    }
+                })
+                .await;
+            match page.metadata.continue_ {
+                Some(token) if !token.is_empty() => params = params.continue_token(&token),
+                _ => break,
+            }
+        }
+    }
+    Ok(())
+}

@@ -3,6 +3,8 @@
 pub mod crd;
 pub mod maintenance;
 pub mod names;
+#[cfg(feature = "process")]
+pub mod process;
 pub mod schedule;
 mod schema;
 pub mod validation;

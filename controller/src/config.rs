@@ -2,8 +2,10 @@
 
 use std::net::SocketAddr;
 
-use clap::{Parser, ValueEnum};
+use clap::Parser;
 use jiff::SignedDuration;
+pub use lifeguard_api::process::LogFormat;
+use lifeguard_api::process::parse_duration;
 
 use crate::plan::Settings;
 use crate::rejection::{DEFAULT_REASONS, RejectionReasons};
@@ -56,22 +58,6 @@ pub struct Config {
     pub identity: Option<String>,
     #[arg(long, env = "LIFEGUARD_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    Text,
-    Json,
-}
-
-fn parse_duration(text: &str) -> Result<SignedDuration, String> {
-    let d: SignedDuration = text
-        .parse()
-        .map_err(|e| format!("{text:?} is not a duration like 15s or 2m: {e}"))?;
-    if d.is_negative() {
-        return Err(format!("{text:?} must not be negative"));
-    }
-    Ok(d)
 }
 
 impl Config {

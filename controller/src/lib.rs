@@ -35,19 +35,11 @@ use kube::{Api, Client};
 use lifeguard_api::names::WORKSPACE_LABEL;
 use lifeguard_api::{MaintenanceWindow, Workspace, WorkspacePhase};
 
-use crate::config::{Config, LogFormat};
+use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::reconcile::{Context, error_policy, reconcile};
 
-pub fn init_tracing(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().flatten_event(true).init(),
-    }
-}
+pub use lifeguard_api::process::init_tracing;
 
 #[derive(Clone)]
 struct Ops {
@@ -97,22 +89,6 @@ async fn count_phases(store: Store<Workspace>, metrics: Metrics) {
     }
 }
 
-async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
-    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = interrupt => {}
-                _ = term.recv() => {}
-            }
-        }
-        Err(_) => {
-            let _ = interrupt.await;
-        }
-    }
-    tracing::info!("shutting down");
-}
-
 pub async fn run(config: Config) -> anyhow::Result<()> {
     let client = Client::try_default()
         .await
@@ -134,7 +110,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     });
     let (stop, stopping) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
-        shutdown_signal().await;
+        lifeguard_api::process::shutdown_signal().await;
         let _ = stop.send(true);
     });
     let stopped = move || {

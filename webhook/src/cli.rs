@@ -4,7 +4,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, ValueEnum};
+use clap::Parser;
+pub use lifeguard_api::process::LogFormat;
+use lifeguard_api::process::parse_interval;
 
 #[derive(Debug, Clone, Parser)]
 #[command(
@@ -38,7 +40,7 @@ pub struct Config {
     )]
     pub tls_key: PathBuf,
     /// How often the certificate files are checked for changes, e.g. `10s`.
-    #[arg(long, env = "LIFEGUARD_WEBHOOK_CERT_POLL", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, env = "LIFEGUARD_WEBHOOK_CERT_POLL", default_value = "10s", value_parser = parse_interval)]
     pub cert_poll_interval: Duration,
     /// Largest AdmissionReview body accepted; the API server caps objects at about 1.5 MiB
     /// and a review may carry the object twice.
@@ -57,36 +59,9 @@ pub struct Config {
     pub log_format: LogFormat,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    Text,
-    Json,
-}
-
-/// Durations as Kubernetes users write them: `500ms`, `10s`, `1m30s`.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let signed: jiff::SignedDuration = text
-        .parse()
-        .map_err(|e| format!("{text:?} is not a duration like 10s or 1m30s: {e}"))?;
-    if signed.is_negative() || signed.is_zero() {
-        return Err(format!("{text:?} must be longer than zero"));
-    }
-    Duration::try_from(signed).map_err(|e| e.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_read_like_kubernetes_ones() {
-        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
-        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert!(parse_duration("0s").is_err());
-        assert!(parse_duration("-5s").is_err());
-        assert!(parse_duration("soon").unwrap_err().contains("soon"));
-    }
 
     #[test]
     fn flags_have_sane_defaults() {
@@ -94,6 +69,7 @@ mod tests {
         assert_eq!(config.listen.port(), 8443);
         assert_eq!(config.metrics_listen.port(), 8080);
         assert!(config.recreation_users.is_empty());
+        assert_eq!(config.cert_poll_interval, Duration::from_secs(10));
         let config = Config::try_parse_from([
             "lifeguard-webhook",
             "--recreation-user=system:serviceaccount:lifeguard-system:lifeguard-controller",

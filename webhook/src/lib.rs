@@ -18,19 +18,11 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::cache::Caches;
 use crate::certs::CertStore;
-use crate::cli::{Config, LogFormat};
+use crate::cli::Config;
 use crate::metrics::Metrics;
 use crate::server::AppState;
 
-pub fn init_tracing(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().flatten_event(true).init(),
-    }
-}
+pub use lifeguard_api::process::init_tracing;
 
 pub async fn run(config: Config) -> anyhow::Result<()> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -70,35 +62,10 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         admission,
         TlsAcceptor::from(Arc::new(tls)),
         app,
-        shutdown_signal(),
+        lifeguard_api::process::shutdown_signal(),
         Duration::from_secs(20),
     )
     .await;
     tracing::info!("stopped");
     Ok(())
 }
-
-async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = interrupt => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = interrupt.await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = interrupt.await;
-    tracing::info!("shutting down");
-}
-
-#[cfg(test)]
-mod decision_tests;

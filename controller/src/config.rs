@@ -33,6 +33,9 @@ pub struct Config {
     /// How often pods holding our finalizer are swept for orphans and overdue deletions.
     #[arg(long, env = "LIFEGUARD_SWEEP_INTERVAL", default_value = "1m", value_parser = parse_duration)]
     pub sweep_interval: SignedDuration,
+    /// Workspaces reconciled at the same time.
+    #[arg(long, env = "LIFEGUARD_CONCURRENCY", default_value_t = 16)]
+    pub concurrency: u16,
     /// Plain-HTTP address for /healthz, /readyz and /metrics.
     #[arg(
         long,

@@ -28,6 +28,8 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
+use kube::core::PartialObjectMeta;
+use kube::runtime::controller::Config as ControllerConfig;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::Store;
 use kube::runtime::{Controller, watcher};
@@ -165,14 +167,18 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         recorder: Recorder::new(client.clone(), reporter),
         metrics: metrics.clone(),
     });
+    // Bounded concurrency: unbounded, a cold start with thousands of Workspaces keeps
+    // thousands of requests and their buffers in flight at once. Pods are watched as
+    // metadata only: the owner reference is all the trigger needs.
     let controller = Controller::new(
         Api::<Workspace>::all(client.clone()),
         watcher::Config::default(),
     )
     .owns(
-        Api::<Pod>::all(client),
+        Api::<PartialObjectMeta<Pod>>::all(client),
         watcher::Config::default().labels(WORKSPACE_LABEL),
-    );
+    )
+    .with_config(ControllerConfig::default().concurrency(config.concurrency));
     let counter = tokio::spawn(count_phases(controller.store(), metrics.clone()));
     let workspaces = controller
         .graceful_shutdown_on(stopped())

@@ -28,11 +28,12 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Config as ControllerConfig;
 use kube::runtime::events::{Recorder, Reporter};
-use kube::runtime::reflector::Store;
-use kube::runtime::{Controller, watcher};
+use kube::runtime::reflector;
+use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Api, Client};
 use lifeguard_api::names::WORKSPACE_LABEL;
 use lifeguard_api::{MaintenanceWindow, Workspace, WorkspacePhase};
@@ -72,21 +73,41 @@ fn ops_router(ops: Ops) -> Router {
         .with_state(ops)
 }
 
-/// Keeps the workspaces-by-phase gauge current from the controller's own cache.
-async fn count_phases(store: Store<Workspace>, metrics: Metrics) {
-    let mut tick = tokio::time::interval(Duration::from_secs(15));
+/// Keeps the workspaces-by-phase gauge current, listing in pages so that the count costs
+/// no lasting memory.
+async fn count_phases(client: Client, metrics: Metrics) {
+    let api: Api<Workspace> = Api::all(client);
+    let mut tick = tokio::time::interval(Duration::from_secs(30));
     loop {
         tick.tick().await;
-        let workspaces = store.state();
-        for phase in WorkspacePhase::ALL {
-            let n = workspaces
-                .iter()
-                .filter(|w| w.status.as_ref().and_then(|s| s.phase) == Some(phase))
-                .count();
-            metrics
-                .workspaces
-                .with_label_values(&[phase.as_str()])
-                .set(n as i64);
+        let mut counts = std::collections::BTreeMap::new();
+        let mut params = kube::api::ListParams::default().limit(500);
+        loop {
+            let page = match api.list(&params).await {
+                Ok(page) => page,
+                Err(error) => {
+                    tracing::debug!(%error, "counting workspaces failed");
+                    break;
+                }
+            };
+            for ws in &page.items {
+                if let Some(phase) = ws.status.as_ref().and_then(|s| s.phase) {
+                    *counts.entry(phase.as_str()).or_insert(0i64) += 1;
+                }
+            }
+            match page.metadata.continue_ {
+                Some(token) if !token.is_empty() => params = params.continue_token(&token),
+                _ => {
+                    for phase in WorkspacePhase::ALL {
+                        let n = counts.get(phase.as_str()).copied().unwrap_or(0);
+                        metrics
+                            .workspaces
+                            .with_label_values(&[phase.as_str()])
+                            .set(n);
+                    }
+                    break;
+                }
+            }
         }
     }
 }
@@ -167,19 +188,31 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         recorder: Recorder::new(client.clone(), reporter),
         metrics: metrics.clone(),
     });
+    // Only metadata is cached (the reconciler reads each Workspace fresh), and without
+    // managedFields: their field sets are most of an object's size in memory.
+    let (store, writer) = reflector::store();
+    let workspace_events = watcher(
+        Api::<PartialObjectMeta<Workspace>>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .modify(|ws| {
+        ws.managed_fields_mut().clear();
+        ws.annotations_mut()
+            .remove("kubectl.kubernetes.io/last-applied-configuration");
+    })
+    .reflect(writer)
+    .touched_objects();
     // Bounded concurrency: unbounded, a cold start with thousands of Workspaces keeps
     // thousands of requests and their buffers in flight at once. Pods are watched as
     // metadata only: the owner reference is all the trigger needs.
-    let controller = Controller::new(
-        Api::<Workspace>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .owns(
-        Api::<PartialObjectMeta<Pod>>::all(client),
-        watcher::Config::default().labels(WORKSPACE_LABEL),
-    )
-    .with_config(ControllerConfig::default().concurrency(config.concurrency));
-    let counter = tokio::spawn(count_phases(controller.store(), metrics.clone()));
+    let controller = Controller::for_stream(workspace_events, store)
+        .owns(
+            Api::<PartialObjectMeta<Pod>>::all(client.clone()),
+            watcher::Config::default().labels(WORKSPACE_LABEL),
+        )
+        .with_config(ControllerConfig::default().concurrency(config.concurrency));
+    let counter = tokio::spawn(count_phases(client.clone(), metrics.clone()));
     let workspaces = controller
         .graceful_shutdown_on(stopped())
         .run(reconcile, error_policy, context.clone())

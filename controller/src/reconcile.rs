@@ -7,6 +7,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action as Requeue;
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::{Resource, ResourceExt};
@@ -111,12 +112,19 @@ async fn write_status(
     Ok(())
 }
 
-pub async fn reconcile(ws: Arc<Workspace>, ctx: Arc<Context>) -> Result<Requeue, Error> {
-    let namespace = ws.namespace().ok_or(Error::NoNamespace)?;
+/// The controller caches Workspaces as metadata only (10,000 full pod templates would cost
+/// far more memory) and reads the Workspace and its pod fresh for each reconcile.
+pub async fn reconcile(
+    meta: Arc<PartialObjectMeta<Workspace>>,
+    ctx: Arc<Context>,
+) -> Result<Requeue, Error> {
+    let namespace = meta.namespace().ok_or(Error::NoNamespace)?;
     let workspaces: Api<Workspace> = Api::namespaced(ctx.client.clone(), &namespace);
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
-    let name = ws.name_any();
-    // Read the pod fresh: a cached copy could be older than the Workspace we were given.
+    let name = meta.name_any();
+    let Some(ws) = workspaces.get_opt(&name).await? else {
+        return Ok(Requeue::await_change());
+    };
     let pod = pods.get_opt(&pod_name(&name)).await?;
     let now = Timestamp::now();
     let action = plan(&ws, pod.as_ref(), now, &ctx.settings);
@@ -267,7 +275,11 @@ async fn create_pod(
     Ok(Requeue::requeue(AFTER_WRITE))
 }
 
-pub fn error_policy(ws: Arc<Workspace>, error: &Error, ctx: Arc<Context>) -> Requeue {
+pub fn error_policy(
+    ws: Arc<PartialObjectMeta<Workspace>>,
+    error: &Error,
+    ctx: Arc<Context>,
+) -> Requeue {
     ctx.metrics
         .reconciles
         .with_label_values(&[error.reason()])

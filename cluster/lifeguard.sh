@@ -50,7 +50,8 @@ start_controller() {
     die "applying the controller's RBAC failed" "$LG_LOGS/kubectl.log"
   component_kubeconfig lifeguard-controller lifeguard:controller
   stop_process lifeguard-controller
-  start lifeguard-controller env KUBECONFIG="$LG_STATE/lifeguard-controller.kubeconfig" \
+  # Two malloc arenas: glibc otherwise keeps one per thread and their fragments.
+  start lifeguard-controller env MALLOC_ARENA_MAX=2 KUBECONFIG="$LG_STATE/lifeguard-controller.kubeconfig" \
     "$CARGO_TARGET_DIR/release/lifeguard-controller" --metrics-listen "$LG_CONTROLLER_OPS_ADDR" \
     --backoff "$LG_CONTROLLER_BACKOFF" --sweep-interval 30s
   wait_for "lifeguard-controller" 60 "$LG_LOGS/lifeguard-controller.log" lifeguard-controller \

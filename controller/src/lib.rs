@@ -28,7 +28,6 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
-use kube::ResourceExt;
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Config as ControllerConfig;
 use kube::runtime::events::{Recorder, Reporter};
@@ -188,8 +187,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         recorder: Recorder::new(client.clone(), reporter),
         metrics: metrics.clone(),
     });
-    // Only metadata is cached (the reconciler reads each Workspace fresh), and without
-    // managedFields: their field sets are most of an object's size in memory.
+    // Only the identity of each Workspace is cached: the reconciler reads it fresh, and
+    // managedFields alone would be most of a cached object's memory.
     let (store, writer) = reflector::store();
     let workspace_events = watcher(
         Api::<PartialObjectMeta<Workspace>>::all(client.clone()),
@@ -197,9 +196,13 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     )
     .default_backoff()
     .modify(|ws| {
-        ws.managed_fields_mut().clear();
-        ws.annotations_mut()
-            .remove("kubectl.kubernetes.io/last-applied-configuration");
+        // The reconciler reads each Workspace fresh; the cache only has to name it.
+        let meta = &mut ws.metadata;
+        meta.managed_fields = None;
+        meta.annotations = None;
+        meta.labels = None;
+        meta.finalizers = None;
+        meta.owner_references = None;
     })
     .reflect(writer)
     .touched_objects();

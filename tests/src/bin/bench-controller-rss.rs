@@ -1,5 +1,6 @@
 //! Benchmark: the controller's resident memory with N Workspaces (and so N workspace pods)
-//! in the API server. Pods are pinned to a node that does not exist: they are only watched.
+//! in the API server. Pods are pinned to a Node object with no kubelet behind it, so they
+//! stay Pending and are only watched (a pod bound to a missing node would be collected).
 //!
 //!   cargo run --release -p lifeguard-e2e --bin bench-controller-rss -- [N] [CONTROLLER_PID]
 //!
@@ -9,12 +10,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use futures::{StreamExt, stream};
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use lifeguard_api::Workspace;
 use serde_json::json;
 
 const NAMESPACE: &str = "lifeguard-bench-rss";
+const NODE: &str = "lifeguard-bench-phantom";
 const PID_FILE: &str = "/run/lifeguard-cluster/lifeguard-controller.pid";
 
 fn rss_mib(pid: u32) -> anyhow::Result<f64> {
@@ -63,6 +65,12 @@ async fn main() -> anyhow::Result<()> {
         namespaces.create(&PostParams::default(), &ns).await?;
         tokio::time::sleep(Duration::from_secs(3)).await;
     }
+    let nodes: Api<Node> = Api::all(client.clone());
+    if nodes.get_opt(NODE).await?.is_none() {
+        let node: Node = serde_json::from_value(json!({"metadata": {"name": NODE},
+            "spec": {"taints": [{"key": "lifeguard.dev/bench", "effect": "NoSchedule"}]}}))?;
+        nodes.create(&PostParams::default(), &node).await?;
+    }
     let workspaces: Api<Workspace> = Api::namespaced(client.clone(), NAMESPACE);
     let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
     println!("controller RSS before: {:.1} MiB", rss_mib(pid)?);
@@ -74,7 +82,7 @@ async fn main() -> anyhow::Result<()> {
                 let ws: Workspace = serde_json::from_value(json!({
                     "metadata": {"name": format!("bench-{i:05}"), "labels": {"team": "bench"}},
                     "spec": {"podTemplate": {"metadata": {"labels": {"app": "ide"}}, "spec": {
-                        "nodeName": "bench-nowhere",
+                        "nodeName": NODE,
                         "containers": [{"name": "ide", "image": lifeguard_e2e::BUSYBOX_IMAGE,
                                         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}}}
                 }))?;
@@ -146,6 +154,7 @@ async fn main() -> anyhow::Result<()> {
                 _ => break,
             }
         }
+        let _ = nodes.delete(NODE, &DeleteParams::default()).await;
     }
     Ok(())
 }

@@ -3,9 +3,14 @@
 //! and select a label unique to the test; removing that label from the node makes the
 //! kubelet's admission check fail (reason NodeAffinity), restoring it lets pods in.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
 use k8s_openapi::api::core::v1::Node;
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
+use lifeguard_api::Workspace;
 use serde_json::{Value, json};
 
 pub struct Rejector {
@@ -45,4 +50,40 @@ impl Rejector {
             .await?;
         Ok(())
     }
+}
+
+impl Rejector {
+    /// Flaps the node label until `running` clears: pods the kubelet admits while it is
+    /// off are rejected. Off about a fifth of the time, in uneven spells so that
+    /// re-creations after a fixed backoff do not fall in step. Returns the spells; the
+    /// label is left on.
+    pub async fn flap(&self, running: Arc<AtomicBool>) -> anyhow::Result<u32> {
+        let mut spells = 0;
+        while running.load(Ordering::Acquire) {
+            tokio::time::sleep(Duration::from_millis(fastrand::u64(2000..6000))).await;
+            self.reject().await?;
+            spells += 1;
+            tokio::time::sleep(Duration::from_millis(fastrand::u64(500..1500))).await;
+            self.admit().await?;
+        }
+        Ok(spells)
+    }
+}
+
+/// A workspace whose pod sleeps (and ends at once on SIGTERM), bound to the node under
+/// `rejector`, with tiny requests so that a hundred fit on one node.
+pub fn sleeping_workspace(name: &str, rejector: &Rejector) -> anyhow::Result<Workspace> {
+    let mut spec = json!({
+        "terminationGracePeriodSeconds": 1,
+        "containers": [{"name": "ide", "image": crate::BUSYBOX_IMAGE, "imagePullPolicy": "Never",
+                        "command": ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"],
+                        "resources": {"requests": {"cpu": "1m", "memory": "4Mi"}}}]
+    });
+    if let (Some(s), Some(extra)) = (spec.as_object_mut(), rejector.pod_spec_fields().as_object()) {
+        s.extend(extra.clone());
+    }
+    Ok(serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"podTemplate": {"metadata": {"labels": {"team": "e2e"}}, "spec": spec}}
+    }))?)
 }

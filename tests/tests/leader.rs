@@ -3,55 +3,39 @@
 //! within one lease period (the standby polls a held Lease, it does not watch it). Runs as
 //! its own test binary, so no other test shares the controller meanwhile.
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::Duration;
 
 use anyhow::Context as _;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, PostParams};
 use lifeguard_api::{Workspace, WorkspacePhase};
-use lifeguard_e2e::{BUSYBOX_IMAGE, apply_crds, wait_for, with_namespace};
+use lifeguard_e2e::{
+    BUSYBOX_IMAGE, LocalController, apply_crds, send_signal, spawn_controller, wait_for,
+    with_namespace,
+};
 use serde_json::json;
 
-const STATE: &str = "/var/lib/lifeguard-cluster";
-const PID_FILE: &str = "/run/lifeguard-cluster/lifeguard-controller.pid";
-
-fn controller_binary() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../target")));
-    target.join("release/lifeguard-controller")
-}
-
 fn spawn(identity: &str, metrics_port: u16) -> anyhow::Result<Child> {
-    let log = std::fs::File::create(format!("{STATE}/logs/e2e-{identity}.log"))?;
-    Command::new(controller_binary())
-        .env(
-            "KUBECONFIG",
-            format!("{STATE}/lifeguard-controller.kubeconfig"),
-        )
-        .args([
-            "--identity",
-            identity,
-            "--backoff",
-            "3s",
-            "--lease-seconds",
-            "15",
-        ])
-        .arg(format!("--metrics-listen=127.0.0.1:{metrics_port}"))
-        .stdout(Stdio::from(log.try_clone()?))
-        .stderr(Stdio::from(log))
-        .spawn()
-        .with_context(|| format!("starting {}", controller_binary().display()))
+    let args = [
+        "--identity",
+        identity,
+        "--backoff",
+        "3s",
+        "--lease-seconds",
+        "15",
+    ]
+    .map(String::from);
+    let mut args = args.to_vec();
+    args.push(format!("--metrics-listen=127.0.0.1:{metrics_port}"));
+    spawn_controller(identity, &args)
 }
+
+/// Where `local-up` serves the controller's metrics.
+const LOCAL_METRICS_PORT: u16 = 8082;
 
 fn terminate(pid: u32) -> anyhow::Result<()> {
-    let status = Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status()?;
-    anyhow::ensure!(status.success(), "kill -TERM {pid} failed");
-    Ok(())
+    send_signal(pid, "TERM")
 }
 
 async fn holder(leases: &Api<Lease>) -> anyhow::Result<Option<String>> {
@@ -94,10 +78,8 @@ async fn standby_takes_over_when_the_leader_shuts_down() {
     with_namespace("leader", |client, ns| async move {
         apply_crds(&client).await?;
         let leases: Api<Lease> = Api::namespaced(client.clone(), "lifeguard-system");
-        let main_pid: u32 = std::fs::read_to_string(PID_FILE)
-            .context("the local-up controller is not running")?
-            .trim()
-            .parse()?;
+        let mut local = LocalController::capture()?;
+        let main_pid = local.pid;
         let main_holder = holder(&leases).await?.context("nobody holds the Lease")?;
 
         let mut standby = spawn("e2e-standby", 8092)?;
@@ -122,12 +104,11 @@ async fn standby_takes_over_when_the_leader_shuts_down() {
         .await;
 
         // Put the usual controller back (as the leader once the standby leaves).
-        let mut restored = spawn("lifeguard-controller-local", 8082)?;
-        std::fs::write(PID_FILE, restored.id().to_string())?;
+        let mut restored = local.restart()?;
         tokio::time::sleep(Duration::from_secs(2)).await;
         terminate(standby.id())?;
         let exit = standby.wait()?;
-        let handback = wait_until("restored controller leads", Duration::from_secs(25), async || is_leader(8082).await).await;
+        let handback = wait_until("restored controller leads", Duration::from_secs(25), async || is_leader(LOCAL_METRICS_PORT).await).await;
         // Reap it later without blocking: it outlives this test as the cluster's controller.
         std::mem::drop(restored.stdin.take());
 

@@ -1,0 +1,146 @@
+//! Benchmark: how long from the kubelet rejecting a workspace pod to its replacement being
+//! created, with N workspaces starting while the node label flaps (about a fifth of the
+//! starts rejected). Measured from a pod watch: the instant the rejected pod is first
+//! seen Failed to the instant the same-named replacement is first seen.
+//!
+//!   cargo run --release -p lifeguard-e2e --bin bench-recreation -- [N] [SECONDS]
+//!
+//! Needs the local run (`./local-up`); reads the controller's `--backoff` from its process.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use futures::{StreamExt, TryStreamExt, stream};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{Api, DeleteParams, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, ResourceExt};
+use lifeguard_api::Workspace;
+use lifeguard_e2e::{
+    CONTROLLER_PID_FILE, Rejector, apply_crds, node_name, sleeping_workspace, unique_name,
+};
+use serde_json::json;
+
+fn controller_backoff() -> anyhow::Result<String> {
+    let pid = std::fs::read_to_string(CONTROLLER_PID_FILE)?;
+    let raw = std::fs::read(format!("/proc/{}/cmdline", pid.trim()))?;
+    let args: Vec<String> = raw
+        .split(|b| *b == 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    Ok(args
+        .iter()
+        .position(|a| a == "--backoff")
+        .and_then(|i| args.get(i + 1).cloned())
+        .unwrap_or_else(|| "15s (default)".into()))
+}
+
+fn rejected(pod: &Pod) -> bool {
+    pod.status.as_ref().is_some_and(|s| {
+        s.phase.as_deref() == Some("Failed")
+            && s.container_statuses.as_ref().is_none_or(|c| c.is_empty())
+    })
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Watches pods and returns one latency per replacement seen.
+async fn measure(pods: Api<Pod>, running: Arc<AtomicBool>) -> anyhow::Result<Vec<Duration>> {
+    let mut rejected_at: HashMap<String, (String, Instant)> = HashMap::new();
+    let mut latencies = Vec::new();
+    let mut events = watcher(pods, watcher::Config::default())
+        .applied_objects()
+        .boxed();
+    while running.load(Ordering::Acquire) {
+        let Ok(next) = tokio::time::timeout(Duration::from_secs(1), events.try_next()).await else {
+            continue;
+        };
+        let Some(pod) = next? else { break };
+        let (name, uid) = (pod.name_any(), pod.uid().unwrap_or_default());
+        if rejected(&pod) {
+            rejected_at.entry(name).or_insert((uid, Instant::now()));
+        } else if let Some((old_uid, at)) = rejected_at.get(&name)
+            && *old_uid != uid
+        {
+            latencies.push(at.elapsed());
+            rejected_at.remove(&name);
+        }
+    }
+    Ok(latencies)
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let n: usize = args.next().map(|a| a.parse()).transpose()?.unwrap_or(100);
+    let seconds: u64 = args.next().map(|a| a.parse()).transpose()?.unwrap_or(120);
+    let client: Client = lifeguard_e2e::client().await?;
+    apply_crds(&client).await?;
+    let ns = unique_name("bench-recreation");
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}}))?;
+    namespaces
+        .create(&PostParams::default(), &namespace)
+        .await?;
+    // Pods are refused until the namespace's service account has its token.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+
+    let node = node_name(&client).await?;
+    let rejector = Arc::new(Rejector::new(
+        &client,
+        &node,
+        &format!("lifeguard.dev/{}", unique_name("bench")),
+    ));
+    rejector.admit().await?;
+    let running = Arc::new(AtomicBool::new(true));
+    let watching = tokio::spawn(measure(
+        Api::namespaced(client.clone(), &ns),
+        running.clone(),
+    ));
+    let flapping = {
+        let (rejector, running) = (rejector.clone(), running.clone());
+        tokio::spawn(async move { rejector.flap(running).await })
+    };
+    let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
+    let created: Vec<anyhow::Result<()>> = stream::iter(0..n)
+        .map(|i| {
+            let (api, rejector) = (workspaces.clone(), rejector.clone());
+            async move {
+                let ws = sleeping_workspace(&format!("bench-{i:03}"), &rejector)?;
+                api.create(&PostParams::default(), &ws).await?;
+                Ok(())
+            }
+        })
+        .buffer_unordered(8)
+        .collect()
+        .await;
+    tokio::time::sleep(Duration::from_secs(seconds)).await;
+    running.store(false, Ordering::Release);
+    let spells = flapping.await.context("flapper")??;
+    rejector.admit().await?;
+    let mut latencies = watching.await.context("watcher")??;
+    let _ = namespaces.delete(&ns, &DeleteParams::background()).await;
+    created.into_iter().collect::<anyhow::Result<Vec<()>>>()?;
+
+    latencies.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    println!("workspaces: {n}, flapping for {seconds} s ({spells} rejection spells)");
+    println!("controller backoff: {}", controller_backoff()?);
+    println!(
+        "rejection -> replacement created: n={} p50={:.0} ms p99={:.0} ms max={:.0} ms",
+        latencies.len(),
+        ms(percentile(&latencies, 50.0)),
+        ms(percentile(&latencies, 99.0)),
+        ms(latencies.last().copied().unwrap_or_default()),
+    );
+    Ok(())
+}

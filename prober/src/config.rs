@@ -1,0 +1,154 @@
+//! Command-line flags; every flag can also be set through its environment variable.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+pub use lifeguard_api::process::LogFormat;
+use lifeguard_api::process::parse_interval;
+
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "lifeguard-prober",
+    version,
+    about = "lifeguard's per-node prober: throwaway volume and container checks"
+)]
+pub struct Config {
+    /// The node this prober judges (downward API `spec.nodeName`).
+    #[arg(long, env = "NODE_NAME")]
+    pub node_name: String,
+    /// Namespace for the throwaway pods: the prober's own (downward API).
+    #[arg(long, env = "POD_NAMESPACE", default_value = "lifeguard-system")]
+    pub namespace: String,
+    /// The prober's own pod, owner of its throwaway pods (downward API `metadata.name`).
+    #[arg(long, env = "POD_NAME")]
+    pub pod_name: Option<String>,
+    /// The prober's own pod UID (downward API `metadata.uid`); with POD_NAME, makes the
+    /// throwaway pods go away with the prober's pod.
+    #[arg(long, env = "POD_UID")]
+    pub pod_uid: Option<String>,
+    /// The node's workspace storage (a hostPath) where the volume check writes.
+    #[arg(
+        long,
+        env = "LIFEGUARD_PROBER_STORAGE_PATH",
+        default_value = "/workspace-storage"
+    )]
+    pub storage_path: PathBuf,
+    /// Plain-HTTP address for /healthz (cached verdict), /status, /readyz and /metrics.
+    #[arg(long, env = "LIFEGUARD_PROBER_LISTEN", default_value = "0.0.0.0:8089")]
+    pub listen: SocketAddr,
+    /// Time between runs of each check (jittered by +-10 %).
+    #[arg(long, env = "LIFEGUARD_PROBER_INTERVAL", default_value = "30s", value_parser = parse_interval)]
+    pub interval: Duration,
+    /// Time before a failed check runs again (default: a third of the interval), so that
+    /// the failures that make a node unhealthy are confirmed within two intervals.
+    #[arg(long, env = "LIFEGUARD_PROBER_RETRY_INTERVAL", value_parser = parse_interval)]
+    pub retry_interval: Option<Duration>,
+    /// Failures in a row of one check that make the node unhealthy.
+    #[arg(long, env = "LIFEGUARD_PROBER_FAILURE_THRESHOLD", default_value_t = 3,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub failure_threshold: u32,
+    /// Deadline of the volume check; a run still going after it is a failure (hung I/O).
+    #[arg(long, env = "LIFEGUARD_PROBER_VOLUME_DEADLINE", default_value = "10s", value_parser = parse_interval)]
+    pub volume_deadline: Duration,
+    /// Deadline of the container check: the throwaway pod must have succeeded by then.
+    #[arg(long, env = "LIFEGUARD_PROBER_CONTAINER_DEADLINE", default_value = "45s", value_parser = parse_interval)]
+    pub container_deadline: Duration,
+    /// Lifetime of throwaway pods and directories; older ones are leftovers the janitor
+    /// removes. Also the pods' activeDeadlineSeconds. Must exceed both deadlines.
+    #[arg(long, env = "LIFEGUARD_PROBER_TTL", default_value = "2m", value_parser = parse_interval)]
+    pub ttl: Duration,
+    /// Image of the throwaway pod; it needs `sh`, `echo`, `cat` and `test`.
+    #[arg(
+        long,
+        env = "LIFEGUARD_PROBER_PROBE_IMAGE",
+        default_value = "busybox:1.36"
+    )]
+    pub probe_image: String,
+    /// imagePullPolicy of the throwaway pod.
+    #[arg(
+        long,
+        env = "LIFEGUARD_PROBER_PROBE_IMAGE_PULL_POLICY",
+        default_value = "IfNotPresent"
+    )]
+    pub probe_image_pull_policy: String,
+    /// Also taint the node `lifeguard.dev/unhealthy:NoSchedule` while it is unhealthy.
+    #[arg(long, env = "LIFEGUARD_PROBER_TAINT")]
+    pub taint: bool,
+    /// How often the Node condition is rewritten when nothing changed.
+    #[arg(long, env = "LIFEGUARD_PROBER_HEARTBEAT", default_value = "5m", value_parser = parse_interval)]
+    pub heartbeat: Duration,
+    #[arg(long, env = "LIFEGUARD_LOG_FORMAT", value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+}
+
+impl Config {
+    pub fn retry(&self) -> Duration {
+        self.retry_interval.unwrap_or(self.interval / 3)
+    }
+
+    /// Settings that cannot work together, in words.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.ttl <= self.container_deadline || self.ttl <= self.volume_deadline {
+            return Err(format!(
+                "--ttl ({:?}) must be longer than both deadlines ({:?}, {:?}), or live checks would be reaped",
+                self.ttl, self.volume_deadline, self.container_deadline
+            ));
+        }
+        if !["Always", "IfNotPresent", "Never"].contains(&self.probe_image_pull_policy.as_str()) {
+            return Err(format!(
+                "--probe-image-pull-policy {:?} is not Always, IfNotPresent or Never",
+                self.probe_image_pull_policy
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_follow_the_design() {
+        let config =
+            Config::try_parse_from(["lifeguard-prober", "--node-name=n1"]).expect("defaults parse");
+        assert_eq!(config.interval, Duration::from_secs(30));
+        assert_eq!(config.retry(), Duration::from_secs(10));
+        assert_eq!(config.failure_threshold, 3);
+        assert!(!config.taint);
+        assert_eq!(config.validate(), Ok(()));
+        assert!(
+            Config::try_parse_from(["lifeguard-prober"]).is_err(),
+            "node is required"
+        );
+        assert!(
+            Config::try_parse_from([
+                "lifeguard-prober",
+                "--node-name=n1",
+                "--failure-threshold=0"
+            ])
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn a_ttl_shorter_than_a_deadline_is_refused() {
+        let config = Config::try_parse_from([
+            "lifeguard-prober",
+            "--node-name=n1",
+            "--ttl=30s",
+            "--container-deadline=45s",
+        ])
+        .expect("parses");
+        assert!(config.validate().unwrap_err().contains("--ttl"));
+        let config = Config::try_parse_from([
+            "lifeguard-prober",
+            "--node-name=n1",
+            "--probe-image-pull-policy=Sometimes",
+        ])
+        .expect("parses");
+        assert!(config.validate().is_err());
+    }
+}

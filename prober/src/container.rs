@@ -1,0 +1,193 @@
+//! The container check and the pod janitor: I/O against the API server.
+//!
+//! Every API call is bounded by what is left of the check's deadline. Whatever the API
+//! server does wrong (no answer, 5xx, refusal) makes the run *unknown*: it says nothing
+//! about the node. Only the pod's own fate (failed, or not finished while the API server
+//! answered) is a failure.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::{Client, ResourceExt};
+use tokio::time::{Instant, timeout_at};
+
+use crate::probe_pod::{self, PodParams, PodState};
+use crate::verdict::Outcome;
+
+const POLL: Duration = Duration::from_millis(500);
+/// Deleting is housekeeping: it gets its own short budget, and the janitor backs it up.
+const DELETE_BUDGET: Duration = Duration::from_secs(5);
+
+pub struct ContainerProbe {
+    pub api: Api<Pod>,
+    pub node: String,
+    pub image: String,
+    pub pull_policy: String,
+    pub owner: Option<OwnerReference>,
+    pub deadline: Duration,
+    pub ttl: Duration,
+}
+
+/// A kube error in words, with whether it means the API server is in trouble (as opposed
+/// to refusing us, e.g. RBAC). Either way the run is inconclusive.
+pub fn describe(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) if status.code >= 500 || status.code == 429 => {
+            format!("API server error {}: {}", status.code, status.message)
+        }
+        kube::Error::Api(status) => {
+            format!("API server refused ({}): {}", status.code, status.message)
+        }
+        kube::Error::HyperError(_) | kube::Error::Service(_) => {
+            format!("API server unreachable: {error}")
+        }
+        other => format!("API call failed: {other}"),
+    }
+}
+
+impl ContainerProbe {
+    pub fn new(client: Client, namespace: &str, node: String) -> Self {
+        Self {
+            api: Api::namespaced(client, namespace),
+            node,
+            image: String::new(),
+            pull_policy: "IfNotPresent".into(),
+            owner: None,
+            deadline: Duration::from_secs(45),
+            ttl: Duration::from_secs(120),
+        }
+    }
+
+    /// Creates the throwaway pod, waits for it to succeed within the deadline, deletes it.
+    pub async fn check(&self, now_unix: i64) -> Outcome {
+        let deadline = Instant::now() + self.deadline;
+        let ttl_secs = self.ttl.as_secs() as i64;
+        let pod = match probe_pod::build(&PodParams {
+            node: &self.node,
+            image: &self.image,
+            pull_policy: &self.pull_policy,
+            owner: self.owner.as_ref(),
+            expires_unix: now_unix + ttl_secs,
+            ttl_secs,
+        }) {
+            Ok(pod) => pod,
+            Err(e) => return Outcome::Unknown(format!("cannot build the probe pod: {e}")),
+        };
+        let created =
+            match timeout_at(deadline, self.api.create(&PostParams::default(), &pod)).await {
+                Err(_) => {
+                    return Outcome::Unknown(format!(
+                        "API server did not answer the pod create within {:?}",
+                        self.deadline
+                    ));
+                }
+                Ok(Err(e)) => {
+                    return Outcome::Unknown(format!("creating the probe pod: {}", describe(&e)));
+                }
+                Ok(Ok(pod)) => pod,
+            };
+        let name = created.name_any();
+        let outcome = self.await_finish(&name, deadline).await;
+        self.delete(&name).await;
+        outcome
+    }
+
+    async fn await_finish(&self, name: &str, deadline: Instant) -> Outcome {
+        let mut seen: Option<String> = None;
+        let mut api_trouble: Option<String>;
+        loop {
+            match timeout_at(deadline, self.api.get(name)).await {
+                Err(_) => {
+                    api_trouble = Some("API server did not answer".into());
+                    break;
+                }
+                Ok(Err(e)) => api_trouble = Some(describe(&e)),
+                Ok(Ok(pod)) => {
+                    api_trouble = None;
+                    match probe_pod::read(&pod) {
+                        PodState::Finished(outcome) => return outcome,
+                        PodState::Waiting(why) => seen = Some(why),
+                    }
+                }
+            }
+            let next = Instant::now() + POLL;
+            if next >= deadline {
+                break;
+            }
+            tokio::time::sleep_until(next).await;
+        }
+        match (api_trouble, seen) {
+            (Some(trouble), _) => Outcome::Unknown(format!("watching probe pod {name}: {trouble}")),
+            (None, Some(seen)) => Outcome::Failure(format!(
+                "probe pod did not finish within {:?}: {seen}",
+                self.deadline
+            )),
+            (None, None) => Outcome::Unknown(format!("probe pod {name} was never read back")),
+        }
+    }
+
+    async fn delete(&self, name: &str) {
+        let params = DeleteParams::default().grace_period(0);
+        match tokio::time::timeout(DELETE_BUDGET, self.api.delete(name, &params)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(kube::Error::Api(s))) if s.code == 404 => {}
+            Ok(Err(e)) => {
+                tracing::info!(pod = name, error = %describe(&e), "probe pod left for the janitor")
+            }
+            Err(_) => tracing::info!(
+                pod = name,
+                "probe pod delete timed out; left for the janitor"
+            ),
+        }
+    }
+
+    /// Deletes this node's throwaway pods past their expiry; returns how many.
+    pub async fn sweep(&self, now_unix: i64) -> Result<u32, String> {
+        let params = ListParams::default()
+            .labels(&probe_pod::selector())
+            .fields(&format!("spec.nodeName={}", self.node));
+        let list = tokio::time::timeout(self.deadline, self.api.list(&params))
+            .await
+            .map_err(|_| "API server did not answer the list".to_string())?
+            .map_err(|e| describe(&e))?;
+        let mut reaped = 0;
+        for pod in list
+            .items
+            .iter()
+            .filter(|p| probe_pod::expiry(p) <= now_unix)
+        {
+            let name = pod.name_any();
+            let params = DeleteParams::default().grace_period(0);
+            match tokio::time::timeout(DELETE_BUDGET, self.api.delete(&name, &params)).await {
+                Ok(Ok(_)) => reaped += 1,
+                Ok(Err(kube::Error::Api(s))) if s.code == 404 => {}
+                Ok(Err(e)) => return Err(format!("deleting leftover {name}: {}", describe(&e))),
+                Err(_) => return Err(format!("deleting leftover {name}: no answer")),
+            }
+            tracing::info!(pod = %name, "reaped an expired probe pod");
+        }
+        Ok(reaped)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api_error(code: u16) -> kube::Error {
+        kube::Error::Api(Box::new(kube::core::Status {
+            code,
+            message: "m".into(),
+            ..Default::default()
+        }))
+    }
+
+    #[test]
+    fn api_errors_are_described_by_kind() {
+        assert!(describe(&api_error(503)).starts_with("API server error 503"));
+        assert!(describe(&api_error(429)).starts_with("API server error 429"));
+        assert!(describe(&api_error(403)).starts_with("API server refused (403)"));
+    }
+}

@@ -1,0 +1,102 @@
+//! lifeguard's per-node prober: does the real thing in the background (a throwaway
+//! directory on workspace storage, a throwaway pod on this node), keeps a verdict, and
+//! serves it to kubelet liveness probes, Prometheus and the Node's status.
+
+pub mod checks;
+pub mod config;
+pub mod container;
+pub mod metrics;
+pub mod node;
+pub mod probe_pod;
+pub mod report;
+pub mod server;
+pub mod state;
+pub mod verdict;
+pub mod volume;
+pub mod watchdog;
+
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::Client;
+
+use crate::checks::Schedule;
+use crate::config::Config;
+use crate::container::ContainerProbe;
+use crate::metrics::Metrics;
+use crate::node::NodeReporter;
+use crate::state::Shared;
+
+pub use lifeguard_api::process::init_tracing;
+
+pub async fn run(config: Config) -> anyhow::Result<()> {
+    config.validate().map_err(anyhow::Error::msg)?;
+    let metrics = Metrics::new().context("registering metrics")?;
+    // Reads configuration only: the prober starts, and serves, while the API server is down.
+    let client = Client::try_default()
+        .await
+        .context("configuring the Kubernetes client (KUBECONFIG or in-cluster)")?;
+    let owner = match (&config.pod_name, &config.pod_uid) {
+        (Some(name), Some(uid)) => Some(OwnerReference {
+            api_version: "v1".into(),
+            kind: "Pod".into(),
+            name: name.clone(),
+            uid: uid.clone(),
+            ..Default::default()
+        }),
+        _ => {
+            tracing::warn!(
+                "POD_NAME or POD_UID unset: probe pods have no owner; only the janitor reaps them"
+            );
+            None
+        }
+    };
+    let (shared, published) =
+        Shared::new(config.node_name.clone(), metrics, config.failure_threshold);
+    let shared = Arc::new(shared);
+
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("binding {}", config.listen))?;
+    tracing::info!(listen = %config.listen, node = %config.node_name, storage = %config.storage_path.display(),
+        interval = ?config.interval, taint = config.taint, "serving");
+    let app = server::router(shared.clone());
+    tokio::spawn(async move {
+        if let Err(error) = axum::serve(listener, app).await {
+            tracing::error!(%error, "HTTP server stopped");
+        }
+    });
+
+    let heartbeat = jiff::SignedDuration::try_from(config.heartbeat).context("--heartbeat")?;
+    let reporter = NodeReporter::new(
+        client.clone(),
+        config.node_name.clone(),
+        config.taint,
+        heartbeat,
+        config.pod_name.clone(),
+    );
+    tokio::spawn(reporter.run(published));
+
+    let schedule = Schedule {
+        interval: config.interval,
+        retry: config.retry(),
+    };
+    tokio::spawn(checks::volume_loop(
+        shared.clone(),
+        config.storage_path.clone(),
+        config.volume_deadline,
+        config.ttl,
+        schedule.clone(),
+    ));
+    let mut probe = ContainerProbe::new(client, &config.namespace, config.node_name.clone());
+    probe.image = config.probe_image.clone();
+    probe.pull_policy = config.probe_image_pull_policy.clone();
+    probe.owner = owner;
+    probe.deadline = config.container_deadline;
+    probe.ttl = config.ttl;
+    tokio::spawn(checks::container_loop(shared, probe, schedule));
+
+    lifeguard_api::process::shutdown_signal().await;
+    Ok(())
+}

@@ -1,0 +1,18 @@
+use clap::Parser;
+use lifeguard_prober::config::Config;
+
+// One thread is plenty: checks wait on the network or on their own I/O threads, and the
+// liveness endpoint only reads an atomic. It keeps the sidecar's footprint small.
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> std::process::ExitCode {
+    let config = Config::parse();
+    lifeguard_prober::init_tracing(config.log_format);
+    match lifeguard_prober::run(config).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            tracing::error!("{error:#}");
+            eprintln!("error: {error:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

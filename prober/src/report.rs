@@ -1,0 +1,137 @@
+//! How the verdict shows on the Node: our own condition, an optional taint. Pure.
+
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::{NodeCondition, Taint};
+use serde_json::{Value, json};
+
+use crate::verdict::{Judgement, Verdict};
+
+/// The Node condition the prober owns. No other writer uses this type, and a strategic
+/// merge patch of `status.conditions` merges by `type`, so writing it never disturbs the
+/// kubelet's conditions.
+pub const CONDITION_TYPE: &str = "LifeguardProbesHealthy";
+/// The taint set while the node is unhealthy (with `--taint`).
+pub const TAINT_KEY: &str = "lifeguard.dev/unhealthy";
+pub const TAINT_EFFECT: &str = "NoSchedule";
+
+/// The condition's content, without times.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Desired {
+    pub status: &'static str,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+pub fn desired(judgement: &Judgement) -> Desired {
+    let (status, reason) = match judgement.verdict {
+        Verdict::Healthy => ("True", "ProbesPassing"),
+        Verdict::Unhealthy => ("False", "ProbesFailing"),
+        Verdict::Unknown => ("Unknown", "ProbesInconclusive"),
+    };
+    Desired {
+        status,
+        reason,
+        message: judgement.message.clone(),
+    }
+}
+
+/// What the node currently shows (as read at start, then as last written).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shown {
+    pub status: String,
+    pub reason: String,
+    pub message: String,
+    pub transition: Timestamp,
+    pub heartbeat: Timestamp,
+}
+
+pub fn shown(conditions: &[NodeCondition]) -> Option<Shown> {
+    let c = conditions.iter().find(|c| c.type_ == CONDITION_TYPE)?;
+    let heartbeat = c.last_heartbeat_time.as_ref().map(|t| t.0);
+    let transition = c.last_transition_time.as_ref().map(|t| t.0);
+    Some(Shown {
+        status: c.status.clone(),
+        reason: c.reason.clone().unwrap_or_default(),
+        message: c.message.clone().unwrap_or_default(),
+        transition: transition.or(heartbeat).unwrap_or(Timestamp::UNIX_EPOCH),
+        heartbeat: heartbeat.unwrap_or(Timestamp::UNIX_EPOCH),
+    })
+}
+
+/// Write when the content changed, or when the heartbeat is due (so readers can tell a
+/// live prober from a stale condition).
+pub fn needs_write(
+    shown: Option<&Shown>,
+    want: &Desired,
+    now: Timestamp,
+    heartbeat: SignedDuration,
+) -> bool {
+    match shown {
+        None => true,
+        Some(s) => {
+            s.status != want.status
+                || s.reason != want.reason
+                || s.message != want.message
+                || now.duration_since(s.heartbeat) >= heartbeat
+        }
+    }
+}
+
+/// The strategic merge patch for `nodes/status`, and what the node shows after it.
+pub fn patch(shown: Option<&Shown>, want: &Desired, now: Timestamp) -> (Value, Shown) {
+    let transition = match shown {
+        Some(s) if s.status == want.status => s.transition,
+        _ => now,
+    };
+    let body = json!({"status": {"conditions": [{
+        "type": CONDITION_TYPE,
+        "status": want.status,
+        "reason": want.reason,
+        "message": want.message,
+        "lastHeartbeatTime": now.to_string(),
+        "lastTransitionTime": transition.to_string(),
+    }]}});
+    let after = Shown {
+        status: want.status.into(),
+        reason: want.reason.into(),
+        message: want.message.clone(),
+        transition,
+        heartbeat: now,
+    };
+    (body, after)
+}
+
+/// The node's taints after applying the verdict, or None when nothing must change.
+/// Unknown leaves the taint as it is: an API hiccup is no reason to flip scheduling.
+pub fn taints_after(current: &[Taint], verdict: Verdict) -> Option<Vec<Taint>> {
+    let ours = |t: &Taint| t.key == TAINT_KEY && t.effect == TAINT_EFFECT;
+    let present = current.iter().any(ours);
+    match verdict {
+        Verdict::Unhealthy if !present => {
+            let mut next = current.to_vec();
+            next.push(Taint {
+                key: TAINT_KEY.into(),
+                effect: TAINT_EFFECT.into(),
+                value: Some("probes-failing".into()),
+                time_added: None,
+            });
+            Some(next)
+        }
+        Verdict::Healthy if present => Some(current.iter().filter(|t| !ours(t)).cloned().collect()),
+        _ => None,
+    }
+}
+
+/// Event to publish when the verdict moves from `before` to `now` (reason, is warning).
+pub fn event(before: Option<Verdict>, now: Verdict) -> Option<(&'static str, bool)> {
+    match (before, now) {
+        (Some(Verdict::Unhealthy), Verdict::Unhealthy) => None,
+        (_, Verdict::Unhealthy) => Some(("NodeUnhealthy", true)),
+        (Some(Verdict::Unhealthy), Verdict::Healthy) => Some(("NodeHealthy", false)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+#[path = "report_tests.rs"]
+mod tests;

@@ -1,0 +1,213 @@
+//! The command line. Values that need the clock (times) are kept as text here and read
+//! in the commands, so parsing stays deterministic.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::cluster::ClusterArgs;
+use crate::output::Format;
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success
+  1  error (API server unreachable or refusing, window not found, invalid window, ...)
+  2  usage error (unknown flag, bad flag value)
+  3  `maintenance wait` timed out (what remains is printed on stderr)";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "lifeguard",
+    version,
+    about = "Schedule maintenance windows, watch drains and list workspaces of lifeguard",
+    after_help = EXIT_CODES
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Output format
+    #[arg(short, long, global = true, value_enum, default_value = "table")]
+    pub output: Format,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Maintenance windows: when no new workspace may start
+    #[command(subcommand, visible_alias = "mw")]
+    Maintenance(Maintenance),
+    /// Workspaces and what happened to their pods
+    #[command(subcommand, visible_alias = "ws")]
+    Workspaces(Workspaces),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Maintenance {
+    /// Create a one-off window that starts now
+    Start(Start),
+    /// End a window now (a one-off window's end is set to now; a recurring or not yet
+    /// started window is suspended). The object stays, as a record
+    Stop { name: String },
+    /// Active, current end or next start, drain progress and message of windows
+    Status {
+        /// One window; all when left out
+        name: Option<String>,
+    },
+    /// Upcoming occurrences of a window in the cluster or in a manifest file
+    Next(Next),
+    /// Wait until a draining window has stopped every workspace it covers
+    #[command(after_help = EXIT_CODES)]
+    Wait(Wait),
+}
+
+#[derive(Debug, Args)]
+pub struct Start {
+    /// Window name (a DNS subdomain, e.g. node-upgrade-2026-12)
+    pub name: String,
+    /// How long the window lasts, e.g. 2h or 1h30m
+    #[arg(long = "for", value_name = "DURATION", required_unless_present = "until", conflicts_with = "until", value_parser = crate::when::parse_for)]
+    pub duration: Option<jiff::SignedDuration>,
+    /// When the window ends: RFC 3339 (2026-12-01T22:00:00Z), local date and time
+    /// (2026-12-01 22:00) or local time of day (22:00, the next one)
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<String>,
+    /// Shown to whoever is denied during the window
+    #[arg(long, short)]
+    pub message: Option<String>,
+    /// Also stop running workspaces the window covers
+    #[arg(long)]
+    pub drain: bool,
+    /// Let the controller re-create rejected pods of existing workspaces during the window
+    #[arg(long)]
+    pub allow_recreation: bool,
+    /// Cover only namespaces with these labels: k=v,k2=v2 (default: all)
+    #[arg(long, value_name = "SELECTOR")]
+    pub namespace_selector: Option<String>,
+    /// Cover only workspaces with these labels: k=v,k2=v2 (default: all)
+    #[arg(long, value_name = "SELECTOR")]
+    pub workspace_selector: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct Next {
+    /// A window in the cluster
+    #[arg(required_unless_present = "file", conflicts_with = "file")]
+    pub name: Option<String>,
+    /// A MaintenanceWindow manifest (YAML or JSON, several documents allowed; `-` for
+    /// stdin); needs no cluster
+    #[arg(short, long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// How many occurrences
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub count: u16,
+    /// Evaluate at this instant instead of now (same formats as `start --until`)
+    #[arg(long, value_name = "TIME")]
+    pub at: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct Wait {
+    /// Window name
+    pub name: String,
+    /// Wait until no covered workspace is left running (the only condition so far)
+    #[arg(long, required = true)]
+    pub drained: bool,
+    /// Give up after this long (exit code 3)
+    #[arg(long, default_value = "10m", value_parser = parse_timeout)]
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Workspaces {
+    /// Phase, node, pod re-creations and last kubelet rejection of workspaces
+    #[command(visible_alias = "ls")]
+    List {
+        /// Namespace (default: the kubeconfig context's)
+        #[arg(short, long, conflicts_with = "all_namespaces")]
+        namespace: Option<String>,
+        /// Every namespace
+        #[arg(short = 'A', long)]
+        all_namespaces: bool,
+    },
+}
+
+fn parse_timeout(text: &str) -> Result<Duration, String> {
+    let d = crate::when::parse_for(text)?;
+    Duration::try_from(d).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn usage_errors() {
+        let cases: &[&[&str]] = &[
+            &["maintenance", "start", "x"],
+            &[
+                "maintenance",
+                "start",
+                "x",
+                "--for",
+                "2h",
+                "--until",
+                "22:00",
+            ],
+            &["maintenance", "start", "x", "--for", "0s"],
+            &["maintenance", "next"],
+            &["maintenance", "next", "x", "-f", "w.yaml"],
+            &["maintenance", "next", "x", "--count", "0"],
+            &["maintenance", "wait", "x"],
+            &[
+                "maintenance",
+                "wait",
+                "x",
+                "--drained",
+                "--timeout",
+                "never",
+            ],
+            &["workspaces", "list", "-n", "a", "-A"],
+            &["maintenance", "status", "-o", "xml"],
+        ];
+        for args in cases {
+            let argv = std::iter::once("lifeguard").chain(args.iter().copied());
+            let error = Cli::try_parse_from(argv).expect_err(&args.join(" "));
+            assert_eq!(error.exit_code(), 2, "{}", args.join(" "));
+        }
+    }
+
+    #[test]
+    fn flags_anywhere_like_kubectl() {
+        let cli = Cli::try_parse_from([
+            "lifeguard",
+            "mw",
+            "wait",
+            "up",
+            "--drained",
+            "--timeout",
+            "90s",
+            "-o",
+            "json",
+            "--context",
+            "prod",
+        ])
+        .expect("parses");
+        assert_eq!(cli.output, Format::Json);
+        assert_eq!(cli.cluster.context.as_deref(), Some("prod"));
+        match cli.command {
+            Command::Maintenance(Maintenance::Wait(w)) => {
+                assert_eq!(w.timeout, Duration::from_secs(90))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

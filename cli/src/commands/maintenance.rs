@@ -1,0 +1,180 @@
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::{Client, ResourceExt};
+use lifeguard_api::MaintenanceWindow;
+
+use super::{emit, read_error};
+use crate::args::{Next, Start};
+use crate::error::{Error, Result, status_code};
+use crate::manifest::{OneOff, one_off_window, parse_selector, windows_in};
+use crate::output::{Format, render, structured};
+use crate::stop::StopAction;
+use crate::when::{parse_time, rfc3339, whole_seconds};
+use crate::windows::{occurrences, window_row};
+
+fn not_found(name: &str) -> Error {
+    Error::Failed(format!(
+        "maintenancewindow {name:?} not found (`lifeguard maintenance status` lists them)"
+    ))
+}
+
+async fn get(api: &Api<MaintenanceWindow>, name: &str) -> Result<MaintenanceWindow> {
+    match api.get_opt(name).await {
+        Ok(Some(w)) => Ok(w),
+        Ok(None) => Err(not_found(name)),
+        Err(e) => Err(read_error(
+            "MaintenanceWindow",
+            format!("reading maintenancewindow {name:?}"),
+            e,
+        )),
+    }
+}
+
+/// The window `maintenance start` creates, from the flags and the clock.
+pub fn window_to_start(args: Start) -> Result<MaintenanceWindow> {
+    let now = Timestamp::now();
+    let start = whole_seconds(now);
+    let end = match (args.duration, &args.until) {
+        (Some(d), _) => start
+            .checked_add(d)
+            .map_err(|e| Error::Usage(format!("--for: {e}")))?,
+        (None, Some(text)) => parse_time(text, now, &TimeZone::system())
+            .map_err(|e| Error::Usage(format!("--until: {e}")))?,
+        (None, None) => return Err(Error::Usage("give --for or --until".into())),
+    };
+    let selector = |flag: &str, text: &Option<String>| {
+        text.as_deref().map(|t| parse_selector(flag, t)).transpose()
+    };
+    one_off_window(OneOff {
+        name: args.name,
+        start,
+        end,
+        message: args.message,
+        drain: args.drain,
+        allow_recreation: args.allow_recreation,
+        namespace_selector: selector("--namespace-selector", &args.namespace_selector)?,
+        workspace_selector: selector("--workspace-selector", &args.workspace_selector)?,
+    })
+}
+
+pub async fn start(client: Client, window: MaintenanceWindow, format: Format) -> Result<()> {
+    let name = window.name_any();
+    let api: Api<MaintenanceWindow> = Api::all(client);
+    let created = match api.create(&PostParams::default(), &window).await {
+        Ok(created) => created,
+        Err(e) if status_code(&e) == Some(409) => {
+            return Err(Error::Failed(format!(
+                "maintenancewindow {name:?} already exists; `lifeguard maintenance stop {name}` ends it, or pick another name"
+            )));
+        }
+        Err(e) => {
+            return Err(read_error(
+                "MaintenanceWindow",
+                format!("creating maintenancewindow {name:?}"),
+                e,
+            ));
+        }
+    };
+    match format {
+        Format::Table => emit(&format!(
+            "maintenancewindow/{name} started: until {}{}\n",
+            created.spec.end.as_deref().unwrap_or("?"),
+            if created.spec.drain { ", draining" } else { "" }
+        )),
+        _ => emit(&structured(&created, format)?),
+    }
+}
+
+pub async fn stop(client: Client, name: &str, format: Format) -> Result<()> {
+    let api: Api<MaintenanceWindow> = Api::all(client);
+    let window = get(&api, name).await?;
+    let (updated, what) = match crate::stop::plan(&window, Timestamp::now())? {
+        StopAction::Nothing(why) => (window, why),
+        StopAction::Patch(patch, what) => {
+            let updated = api
+                .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map_err(|e| Error::kube(format!("updating maintenancewindow {name:?}"), e))?;
+            (updated, what)
+        }
+    };
+    match format {
+        Format::Table => emit(&format!("maintenancewindow/{name} {what}\n")),
+        _ => emit(&structured(&updated, format)?),
+    }
+}
+
+pub async fn status(client: Client, name: Option<&str>, format: Format) -> Result<()> {
+    let api: Api<MaintenanceWindow> = Api::all(client);
+    let windows = match name {
+        Some(name) => vec![get(&api, name).await?],
+        None => {
+            api.list(&ListParams::default())
+                .await
+                .map_err(|e| {
+                    read_error("MaintenanceWindow", "listing maintenance windows".into(), e)
+                })?
+                .items
+        }
+    };
+    if windows.is_empty() && format == Format::Table {
+        eprintln!("No maintenance windows found.");
+        return Ok(());
+    }
+    let now = Timestamp::now();
+    let mut rows: Vec<_> = windows.iter().map(|w| window_row(w, now)).collect();
+    rows.sort_by(|a, b| a.name.cmp(&b.name));
+    emit(&render(&rows, format)?)
+}
+
+fn read_source(path: &std::path::Path) -> Result<(String, String)> {
+    let source = path.display().to_string();
+    let text = if source == "-" {
+        std::io::read_to_string(std::io::stdin())
+    } else {
+        std::fs::read_to_string(path)
+    }
+    .map_err(|e| Error::Io {
+        context: format!("reading {source}"),
+        source: e,
+    })?;
+    Ok((text, source))
+}
+
+/// `client` is `None` for `-f`, which must work without a cluster.
+pub async fn next(client: Option<Client>, args: Next, format: Format) -> Result<()> {
+    let now = Timestamp::now();
+    let at = match &args.at {
+        Some(text) => parse_time(text, now, &TimeZone::system())
+            .map_err(|e| Error::Usage(format!("--at: {e}")))?,
+        None => now,
+    };
+    let windows = match (&args.file, client, &args.name) {
+        (Some(path), _, _) => {
+            let (text, source) = read_source(path)?;
+            windows_in(&text, &source)?
+        }
+        (None, Some(client), Some(name)) => vec![get(&Api::all(client), name).await?],
+        _ => return Err(Error::Usage("give a window NAME or -f FILE".into())),
+    };
+    let mut rows = Vec::new();
+    for window in &windows {
+        let name = window.name_any();
+        let found = occurrences(window, at, usize::from(args.count))
+            .map_err(|e| Error::Failed(format!("maintenancewindow {name:?} is invalid: {e}")))?;
+        if window.spec.suspend {
+            eprintln!(
+                "note: {name} is suspended; these occurrences take effect only once it is resumed"
+            );
+        }
+        if found.is_empty() {
+            eprintln!("note: {name} has no occurrence at or after {}", rfc3339(at));
+        }
+        rows.extend(found);
+    }
+    if rows.is_empty() && format == Format::Table {
+        return Ok(());
+    }
+    emit(&render(&rows, format)?)
+}

@@ -1,0 +1,73 @@
+//! The I/O edge: read the cluster or a file, call the pure modules, write the result.
+
+mod maintenance;
+mod wait;
+mod workspaces;
+
+use std::io::Write;
+
+use crate::args::{Cli, Command, Maintenance, Workspaces};
+use crate::cluster::connect;
+use crate::error::{Error, Result, status_code};
+
+pub async fn run(cli: Cli) -> Result<()> {
+    let format = cli.output;
+    let cluster = &cli.cluster;
+    match cli.command {
+        Command::Maintenance(Maintenance::Start(start)) => {
+            // Flags are checked before connecting: a usage error never waits on the network.
+            let window = maintenance::window_to_start(start)?;
+            maintenance::start(connect(cluster).await?.0, window, format).await
+        }
+        Command::Maintenance(Maintenance::Stop { name }) => {
+            maintenance::stop(connect(cluster).await?.0, &name, format).await
+        }
+        Command::Maintenance(Maintenance::Status { name }) => {
+            maintenance::status(connect(cluster).await?.0, name.as_deref(), format).await
+        }
+        // `-f` needs no cluster: the file alone is evaluated.
+        Command::Maintenance(Maintenance::Next(next)) => {
+            let client = match next.file {
+                Some(_) => None,
+                None => Some(connect(cluster).await?.0),
+            };
+            maintenance::next(client, next, format).await
+        }
+        Command::Maintenance(Maintenance::Wait(w)) => {
+            wait::drained(connect(cluster).await?.0, &w.name, w.timeout).await
+        }
+        Command::Workspaces(Workspaces::List {
+            namespace,
+            all_namespaces,
+        }) => {
+            let (client, default_namespace) = connect(cluster).await?;
+            let scope = match (all_namespaces, namespace) {
+                (true, _) => None,
+                (false, namespace) => Some(namespace.unwrap_or(default_namespace)),
+            };
+            workspaces::list(client, scope.as_deref(), format).await
+        }
+    }
+}
+
+/// Writes to stdout; a closed pipe (`lifeguard ... | head`) is not an error.
+fn emit(text: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::Io {
+            context: "writing to stdout".into(),
+            source: e,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// A read of lifeguard's resources failed: a 404 on a list means the CRD is missing.
+fn read_error(kind: &str, context: String, e: kube::Error) -> Error {
+    if status_code(&e) == Some(404) {
+        return Error::Failed(format!(
+            "{context}: the {kind} CRD is not installed in this cluster (kubectl apply -f manifests/crds/)"
+        ));
+    }
+    Error::kube(context, e)
+}

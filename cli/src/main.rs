@@ -1,0 +1,3 @@
+fn main() -> std::process::ExitCode {
+    lifeguard_cli::main()
+}

@@ -1,0 +1,149 @@
+use serde_json::{Value, json};
+
+use super::*;
+
+fn ts(s: &str) -> Timestamp {
+    s.parse().expect("test timestamp")
+}
+
+fn window(spec: Value, status: Value) -> MaintenanceWindow {
+    serde_json::from_value(json!({"metadata": {"name": "up"}, "spec": spec, "status": status}))
+        .expect("window")
+}
+
+#[test]
+fn status_rows() {
+    let now = ts("2026-12-01T23:00:00Z");
+    let one_off = json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-02T01:00:00Z",
+                         "drain": true, "message": "node upgrade"});
+    let drained = json!({"active": true, "workspacesRemaining": 0, "observedGeneration": null,
+        "currentOccurrence": {"start": "2026-12-01T22:00:00Z", "end": "2026-12-02T01:00:00Z"},
+        "conditions": [{"type": "Drained", "status": "True", "reason": "Drained", "message": "",
+                        "lastTransitionTime": "2026-12-01T22:01:00Z"}]});
+    let weekly = json!({"schedule": "0 22 * * 6", "duration": "2h"});
+    let cases = [
+        (
+            window(one_off.clone(), drained),
+            [
+                "up",
+                "yes",
+                "2026-12-02T01:00:00Z (in 2h)",
+                "-",
+                "yes",
+                "0 (drained)",
+                "node upgrade",
+            ],
+        ),
+        (
+            window(one_off.clone(), json!({"workspacesRemaining": 3})),
+            [
+                "up",
+                "yes",
+                "2026-12-02T01:00:00Z (in 2h)",
+                "-",
+                "yes",
+                "3",
+                "node upgrade",
+            ],
+        ),
+        // 2026-12-01 is a Tuesday: the next Saturday 22:00 is 3d23h away.
+        (
+            window(weekly.clone(), Value::Null),
+            [
+                "up",
+                "no",
+                "-",
+                "2026-12-05T22:00:00Z (in 3d23h)",
+                "no",
+                "-",
+                "-",
+            ],
+        ),
+        (
+            window(
+                json!({"schedule": "0 22 * * 6", "duration": "2h", "suspend": true}),
+                Value::Null,
+            ),
+            ["up", "suspended", "-", "-", "no", "-", "-"],
+        ),
+    ];
+    for (w, want) in cases {
+        let row = window_row(&w, now);
+        assert_eq!(row.cells(), want.map(String::from).to_vec(), "{:?}", w.spec);
+    }
+    let invalid = window_row(&window(json!({"start": "later"}), Value::Null), now).cells();
+    assert_eq!(invalid[1], "invalid");
+    assert!(
+        invalid[6].starts_with("spec.start: \"later\" is not an RFC 3339 time"),
+        "{invalid:?}"
+    );
+}
+
+#[test]
+fn next_occurrences_in_the_window_zone() {
+    // Berlin falls back on 2026-10-25 (03:00 CEST -> 02:00 CET): the daily 02:30 start
+    // happens once, at the first 02:30, and the 2h window ends two real hours later.
+    let w = window(
+        json!({"schedule": "30 2 * * *", "duration": "2h", "timeZone": "Europe/Berlin"}),
+        Value::Null,
+    );
+    let rows = occurrences(&w, ts("2026-10-24T00:00:00Z"), 3).expect("valid");
+    let cells: Vec<Vec<String>> = rows.iter().map(Tabular::cells).collect();
+    let want = [
+        [
+            "up",
+            "2026-10-24 02:30 CEST",
+            "2026-10-24 04:30 CEST",
+            "in 30m",
+        ],
+        [
+            "up",
+            "2026-10-25 02:30 CEST",
+            "2026-10-25 03:30 CET",
+            "in 24h",
+        ],
+        [
+            "up",
+            "2026-10-26 02:30 CET",
+            "2026-10-26 04:30 CET",
+            "in 2d1h",
+        ],
+    ];
+    assert_eq!(cells, want.map(|r| r.map(String::from).to_vec()).to_vec());
+    assert_eq!(rows[1].start, "2026-10-25T00:30:00Z");
+
+    // In force at --at: listed first, then the requested number of upcoming ones.
+    let during = occurrences(
+        &w,
+        ts("2026-10-24T01:00:00Z") + jiff::SignedDuration::from_hours(1),
+        1,
+    )
+    .expect("valid");
+    assert_eq!(
+        during
+            .iter()
+            .map(|r| (r.start.as_str(), r.in_force))
+            .collect::<Vec<_>>(),
+        [
+            ("2026-10-24T00:30:00Z", true),
+            ("2026-10-25T00:30:00Z", false)
+        ]
+    );
+
+    let once = window(
+        json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-02T00:00:00Z"}),
+        Value::Null,
+    );
+    assert_eq!(
+        occurrences(&once, ts("2026-12-02T00:00:00Z"), 5).expect("valid"),
+        []
+    );
+    assert!(
+        occurrences(
+            &window(json!({}), Value::Null),
+            ts("2026-12-02T00:00:00Z"),
+            5
+        )
+        .is_err()
+    );
+}

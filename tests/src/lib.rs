@@ -9,7 +9,7 @@ mod namespace;
 mod rejector;
 mod wait;
 
-pub use cluster::{BUSYBOX_IMAGE, apply_crds, client, node_name};
+pub use cluster::{BUSYBOX_IMAGE, LOCAL_KUBECONFIG, apply_crds, client, node_name};
 pub use controller_process::{
     CONTROLLER_PID_FILE, LocalController, controller_binary, send_signal, spawn_controller,
 };

@@ -23,9 +23,11 @@ pub enum Error {
     /// `maintenance wait` gave up; the message says what remains.
     #[error("{0}")]
     Timeout(String),
-    #[error("{context}: {source}")]
+    #[error("{context}: {detail}")]
     Kube {
         context: String,
+        /// The API server's own message when it answered, else the transport error.
+        detail: String,
         #[source]
         source: kube::Error,
     },
@@ -52,7 +54,15 @@ impl Error {
         if let Some(hint) = hint(&source) {
             context = format!("{context} ({hint})");
         }
-        Self::Kube { context, source }
+        let detail = match &source {
+            kube::Error::Api(status) => status.message.clone(),
+            other => other.to_string(),
+        };
+        Self::Kube {
+            context,
+            detail,
+            source,
+        }
     }
 }
 

@@ -93,10 +93,15 @@ pub fn rfc3339(t: Timestamp) -> String {
 
 /// How a person reads a schedule: the wall clock of its zone, with the zone's abbreviation
 /// so that the two 01:30s of a fall-back night differ.
+/// Seconds only when there are any: schedules are per minute, one-off windows may not be.
 pub fn wall_clock(t: Timestamp, zone: &TimeZone) -> String {
-    t.to_zoned(zone.clone())
-        .strftime("%Y-%m-%d %H:%M %Z")
-        .to_string()
+    let zoned = t.to_zoned(zone.clone());
+    let format = if zoned.second() == 0 {
+        "%Y-%m-%d %H:%M %Z"
+    } else {
+        "%Y-%m-%d %H:%M:%S %Z"
+    };
+    zoned.strftime(format).to_string()
 }
 
 /// `t` rounded down to the second: windows the tool writes carry no fractions.

@@ -109,4 +109,8 @@ fn formats() {
         wall_clock(ts("2026-10-25T01:30:00Z"), &berlin),
         "2026-10-25 02:30 CET"
     );
+    assert_eq!(
+        wall_clock(ts("2026-10-25T01:30:07Z"), &TimeZone::UTC),
+        "2026-10-25 01:30:07 UTC"
+    );
 }

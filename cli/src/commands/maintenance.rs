@@ -39,8 +39,17 @@ pub fn window_to_start(args: Start) -> Result<MaintenanceWindow> {
         (Some(d), _) => start
             .checked_add(d)
             .map_err(|e| Error::Usage(format!("--for: {e}")))?,
-        (None, Some(text)) => parse_time(text, now, &TimeZone::system())
-            .map_err(|e| Error::Usage(format!("--until: {e}")))?,
+        (None, Some(text)) => {
+            let end = parse_time(text, now, &TimeZone::system())
+                .map_err(|e| Error::Usage(format!("--until: {e}")))?;
+            if end <= now {
+                return Err(Error::Usage(format!(
+                    "--until: {} is not in the future",
+                    rfc3339(end)
+                )));
+            }
+            end
+        }
         (None, None) => return Err(Error::Usage("give --for or --until".into())),
     };
     let selector = |flag: &str, text: &Option<String>| {
@@ -76,6 +85,9 @@ pub async fn start(client: Client, window: MaintenanceWindow, format: Format) ->
             ));
         }
     };
+    if created.spec.namespace_selector.is_none() && created.spec.workspace_selector.is_none() {
+        eprintln!("note: {name} has no selector: it covers every namespace");
+    }
     match format {
         Format::Table => emit(&format!(
             "maintenancewindow/{name} started: until {}{}\n",

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use super::emit;
 use crate::drain::{DrainState, Progress, describe, drain_state, remaining};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, status_code};
 use crate::when::human;
 
 /// The controller refreshes a draining window's status every 2 s.
@@ -64,7 +64,14 @@ pub async fn drained(client: Client, name: &str, timeout: Duration) -> Result<()
                     }
                 )));
             }
-            // Keep trying: an API server restart during an upgrade is exactly when one waits.
+            // A refusal will not change by waiting (RBAC, missing CRD)...
+            Err(e) if status_code(&e).is_some_and(|c| (400..500).contains(&c) && c != 429) => {
+                return Err(Error::kube(
+                    format!("reading maintenancewindow {name:?}"),
+                    e,
+                ));
+            }
+            // ... but an API server restart during an upgrade is exactly when one waits.
             Err(e) => format!("cannot read the window, retrying: {e}"),
         };
         if let Some(line) = progress.update(description.clone(), started.elapsed()) {

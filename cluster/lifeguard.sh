@@ -7,10 +7,16 @@ LG_WEBHOOK_TLS="$LG_STATE/webhook-tls"
 LG_CONTROLLER_OPS_ADDR=127.0.0.1:8082
 # Short enough for the end-to-end tests to see several re-creations in a minute.
 LG_CONTROLLER_BACKOFF=${LG_CONTROLLER_BACKOFF:-3s}
+# The prober runs as a real DaemonSet pod on the host network: its port is on this machine.
+LG_PROBER_OPS_ADDR=127.0.0.1:8089
+# A loop-mounted ext4 image, so tests can make the storage read-only or freeze it.
+LG_PROBER_STORAGE="$LG_STATE/workspace-storage"
+# Short, so the end-to-end tests see a broken node within seconds.
+LG_PROBER_INTERVAL=${LG_PROBER_INTERVAL:-5s}
 
 build_lifeguard() {
   step "build lifeguard (release)"
-  cargo build --release --locked -p lifeguard-webhook -p lifeguard-controller >>"$LG_LOGS/cargo.log" 2>&1 ||
+  cargo build --release --locked -p lifeguard-webhook -p lifeguard-controller -p lifeguard-prober >>"$LG_LOGS/cargo.log" 2>&1 ||
     die "building lifeguard failed" "$LG_LOGS/cargo.log"
 }
 
@@ -56,4 +62,100 @@ start_controller() {
     --backoff "$LG_CONTROLLER_BACKOFF" --sweep-interval 30s
   wait_for "lifeguard-controller" 60 "$LG_LOGS/lifeguard-controller.log" lifeguard-controller \
     curl -fsS "http://$LG_CONTROLLER_OPS_ADDR/readyz"
+}
+
+prober_storage() {
+  local img="$LG_STATE/workspace-storage.img"
+  mkdir -p "$LG_PROBER_STORAGE"
+  if ! mountpoint -q "$LG_PROBER_STORAGE"; then
+    if [ ! -s "$img" ]; then
+      { truncate -s 64M "$img" && mkfs.ext4 -q -F "$img"; } >>"$LG_LOGS/prober-storage.log" 2>&1 ||
+        die "creating the workspace storage image failed" "$LG_LOGS/prober-storage.log"
+    fi
+    mount -o loop "$img" "$LG_PROBER_STORAGE" >>"$LG_LOGS/prober-storage.log" 2>&1 ||
+      die "mounting the workspace storage failed" "$LG_LOGS/prober-storage.log"
+  fi
+  # An interrupted test may have left it frozen or read-only.
+  fsfreeze -u "$LG_PROBER_STORAGE" 2>/dev/null || true
+  mount -o remount,rw "$LG_PROBER_STORAGE" >>"$LG_LOGS/prober-storage.log" 2>&1 ||
+    die "making the workspace storage writable failed" "$LG_LOGS/prober-storage.log"
+}
+
+# The image holds the release binary and the shared libraries ldd names; its tag is the
+# binary's hash, so a rebuilt prober rolls out and an unchanged one is not rebuilt.
+prober_image() {
+  local bin="$CARGO_TARGET_DIR/release/lifeguard-prober" sum root tar lib
+  sum=$(sha256sum "$bin" | cut -c1-12) || die "no prober binary at $bin"
+  LG_PROBER_IMAGE="lifeguard.local/prober:$sum"
+  tar="$LG_CACHE/images/prober-$sum.tar"
+  if [ ! -s "$tar" ]; then
+    step "build the prober image $LG_PROBER_IMAGE"
+    mkdir -p "$LG_CACHE/images"
+    rm -f "$LG_CACHE"/images/prober-*.tar
+    root=$(mktemp -d)
+    cp "$bin" "$root/lifeguard-prober"
+    for lib in $(ldd "$bin" | grep -o '/[^ ]*'); do
+      mkdir -p "$root$(dirname "$lib")"
+      cp -L "$lib" "$root$lib"
+    done
+    build_image "$LG_PROBER_IMAGE" "$root" '["/lifeguard-prober"]' "$tar"
+    rm -rf "$root"
+  fi
+  import_image "$tar" "$LG_PROBER_IMAGE"
+}
+
+prober_condition() {
+  kubectl get node "$LG_NODE_NAME" \
+    -o jsonpath='{.status.conditions[?(@.type=="LifeguardProbesHealthy")].status}'
+}
+
+start_prober() {
+  step "start lifeguard-prober (DaemonSet on the host network, http://$LG_PROBER_OPS_ADDR)"
+  apt_install e2fsprogs util-linux mount
+  prober_storage
+  prober_image
+  kubectl apply -f manifests/namespace.yaml -f manifests/prober/rbac.yaml >>"$LG_LOGS/kubectl.log" 2>&1 ||
+    die "applying the prober's RBAC failed" "$LG_LOGS/kubectl.log"
+  # The local overlay: the local image, no Service routing (no kube-proxy), so the host
+  # network with the API server on 127.0.0.1 (a SAN of its certificate; the service
+  # account's ca.crt is the cluster CA), short intervals, the loop-mounted storage.
+  local patch
+  patch=$(cat <<JSON
+{"spec": {"template": {"spec": {
+  "hostNetwork": true,
+  "dnsPolicy": "ClusterFirstWithHostNet",
+  "containers": [
+    {"name": "workspace-daemon", "image": "$LG_BUSYBOX_IMAGE", "imagePullPolicy": "Never"},
+    {"name": "prober", "image": "$LG_PROBER_IMAGE", "imagePullPolicy": "Never",
+     "args": ["--log-format=json", "--interval=$LG_PROBER_INTERVAL", "--volume-deadline=3s", "--container-deadline=20s",
+              "--ttl=30s", "--heartbeat=1m", "--taint",
+              "--probe-image=$LG_BUSYBOX_IMAGE", "--probe-image-pull-policy=Never"],
+     "env": [{"name": "KUBERNETES_SERVICE_HOST", "value": "127.0.0.1"},
+             {"name": "KUBERNETES_SERVICE_PORT", "value": "$LG_API_PORT"}]}],
+  "volumes": [{"name": "workspace-storage",
+               "hostPath": {"path": "$LG_PROBER_STORAGE", "type": "Directory"}}]
+}}}}
+JSON
+)
+  kubectl patch --local -f manifests/prober/daemonset.yaml --type strategic -p "$patch" -o yaml 2>>"$LG_LOGS/kubectl.log" |
+    kubectl apply -f - >>"$LG_LOGS/kubectl.log" 2>&1 || die "applying the prober's DaemonSet failed" "$LG_LOGS/kubectl.log"
+  if ! kubectl -n lifeguard-system rollout status daemonset/lifeguard-workspace-node --timeout=180s \
+    >>"$LG_LOGS/kubectl.log" 2>&1; then
+    kubectl -n lifeguard-system logs daemonset/lifeguard-workspace-node -c prober --tail=50 \
+      >"$LG_LOGS/lifeguard-prober.log" 2>&1 || true
+    kubectl -n lifeguard-system describe pods -l app.kubernetes.io/name=lifeguard-workspace-node \
+      >>"$LG_LOGS/lifeguard-prober.log" 2>&1 || true
+    die "lifeguard-prober: DaemonSet pod not Ready" "$LG_LOGS/lifeguard-prober.log"
+  fi
+  step "wait for the node condition LifeguardProbesHealthy=True"
+  local deadline=$((SECONDS + 120))
+  until [ "$(prober_condition 2>/dev/null)" = True ]; do
+    if [ $SECONDS -ge $deadline ]; then
+      kubectl -n lifeguard-system logs daemonset/lifeguard-workspace-node -c prober --tail=50 \
+        >"$LG_LOGS/lifeguard-prober.log" 2>&1 || true
+      curl -sS "http://$LG_PROBER_OPS_ADDR/status" >>"$LG_LOGS/lifeguard-prober.log" 2>&1 || true
+      die "lifeguard-prober: node condition not True after 120s" "$LG_LOGS/lifeguard-prober.log"
+    fi
+    sleep 1
+  done
 }

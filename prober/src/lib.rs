@@ -52,8 +52,20 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             None
         }
     };
-    let (shared, published) =
-        Shared::new(config.node_name.clone(), metrics, config.failure_threshold);
+    let settings = serde_json::json!({
+        "intervalSeconds": config.interval.as_secs_f64(),
+        "retryIntervalSeconds": config.retry().as_secs_f64(),
+        "volumeDeadlineSeconds": config.volume_deadline.as_secs_f64(),
+        "containerDeadlineSeconds": config.container_deadline.as_secs_f64(),
+        "ttlSeconds": config.ttl.as_secs_f64(),
+        "taint": config.taint,
+    });
+    let (shared, published) = Shared::new(
+        config.node_name.clone(),
+        settings,
+        metrics,
+        config.failure_threshold,
+    );
     let shared = Arc::new(shared);
 
     let listener = tokio::net::TcpListener::bind(config.listen)

@@ -14,6 +14,7 @@ use crate::verdict::Verdict;
 pub fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/healthz", get(liveness))
+        .route("/livez", get(|| async { "ok" }))
         .route("/readyz", get(readiness))
         .route("/status", get(status))
         .route(

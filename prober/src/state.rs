@@ -14,6 +14,8 @@ use crate::verdict::{Check, Judge, Outcome, Verdict};
 
 pub struct Shared {
     pub node: String,
+    /// Timing settings, shown in `/status` so readers can interpret the counts.
+    pub settings: Value,
     pub metrics: Metrics,
     /// The cached verdict the liveness endpoint answers from: one atomic load per probe.
     verdict: AtomicU8,
@@ -26,6 +28,7 @@ pub struct Shared {
 impl Shared {
     pub fn new(
         node: String,
+        settings: Value,
         metrics: Metrics,
         threshold: u32,
     ) -> (Self, watch::Receiver<Published>) {
@@ -36,6 +39,7 @@ impl Shared {
         });
         let shared = Self {
             node,
+            settings,
             metrics,
             verdict: AtomicU8::new(Verdict::Unknown.to_u8()),
             ready: AtomicBool::new(false),
@@ -114,6 +118,7 @@ impl Shared {
             "message": judgement.message,
             "ready": self.ready(),
             "failureThreshold": judge.threshold(),
+            "settings": self.settings,
             "checks": {
                 "volume": judge.state(Check::Volume),
                 "container": judge.state(Check::Container),

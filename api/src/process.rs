@@ -12,11 +12,15 @@ pub enum LogFormat {
     Json,
 }
 
-/// Structured logs to stderr; `RUST_LOG` filters (default `info`).
+/// Structured logs to stderr; `RUST_LOG` filters (default `info`). Colours only on a
+/// terminal: escape codes in a log file make it unreadable and ungreppable.
 pub fn init_tracing(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(colour);
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().flatten_event(true).init(),

@@ -184,7 +184,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let context = Arc::new(Context {
         client: client.clone(),
         settings,
-        recorder: Recorder::new(client.clone(), reporter),
+        recorder: Recorder::new(client.clone(), reporter.clone()),
+        reporter,
         metrics: metrics.clone(),
     });
     // Only the identity of each Workspace is cached: the reconciler reads it fresh, and

@@ -24,6 +24,9 @@ pub struct Context {
     pub client: kube::Client,
     pub settings: Settings,
     pub recorder: Recorder,
+    /// For Events about cluster-scoped objects, which `recorder` cannot place (see
+    /// `lifeguard_api::events`).
+    pub reporter: kube::runtime::events::Reporter,
     pub metrics: Metrics,
 }
 

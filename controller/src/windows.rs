@@ -175,7 +175,14 @@ async fn publish(ctx: &Context, mw: &MaintenanceWindow, reason: &str, note: Stri
         action: reason.into(),
         secondary: None,
     };
-    if let Err(error) = ctx.recorder.publish(&event, &mw.object_ref(&())).await {
+    let published = lifeguard_api::events::publish_cluster_scoped(
+        &ctx.client,
+        &ctx.reporter,
+        &mw.object_ref(&()),
+        &event,
+    )
+    .await;
+    if let Err(error) = published {
         tracing::warn!(%error, window = %mw.name_any(), "cannot publish event");
     }
 }

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::events::v1::Event;
 use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use lifeguard_api::maintenance::MaintenanceWindow;
@@ -323,12 +324,19 @@ async fn draining_window_stops_running_workspaces_and_reports_drained() {
         let stopped: Vec<Option<WorkspacePhase>> = futures_phases(&workspaces, &["gina", "hank"]).await?;
         let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
         let pods_left = pods.list(&Default::default()).await?.items.len();
+        // The operator sees it in `kubectl get events -A` too.
+        let events: Api<Event> = Api::namespaced(client.clone(), "kube-system");
+        let drained_event = events.list(&Default::default()).await?.items.into_iter().any(|e| {
+            e.reason.as_deref() == Some("Drained")
+                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(window_name.as_str())
+        });
         let _ = windows.delete(&window_name, &DeleteParams::default()).await;
         let drained = drained?.status.unwrap_or_default();
         assert!(drained.active, "the window is active");
         assert!(drained.current_occurrence.is_some());
         assert_eq!(stopped, vec![Some(WorkspacePhase::Stopped); 2]);
         assert_eq!(pods_left, 0, "drained workspaces keep no pod");
+        assert!(drained_event, "a Drained Event about the window");
         Ok(())
     })
     .await;

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{Node, ObjectReference};
-use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::{Client, Resource};
 use serde_json::json;
 use tokio::sync::watch;
@@ -21,6 +22,10 @@ use crate::verdict::{Judgement, Verdict};
 const CALL_BUDGET: Duration = Duration::from_secs(10);
 const RETRY: Duration = Duration::from_secs(5);
 const CONFLICT_RETRIES: u32 = 5;
+/// Events about a cluster-scoped object must live in kube-system on Kubernetes 1.20
+/// (later versions also accept default); `kubectl describe node` finds them anywhere.
+const EVENT_NAMESPACE: &str = "kube-system";
+const REPORTING_CONTROLLER: &str = "lifeguard.dev/prober";
 
 /// What the checks publish to the reporter.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,7 +40,8 @@ pub struct NodeReporter {
     node: String,
     taint: bool,
     heartbeat: SignedDuration,
-    recorder: Recorder,
+    events: Api<Event>,
+    instance: String,
     loaded: bool,
     node_ref: ObjectReference,
     shown: Option<Shown>,
@@ -61,10 +67,6 @@ impl NodeReporter {
         heartbeat: SignedDuration,
         instance: Option<String>,
     ) -> Self {
-        let reporter = Reporter {
-            controller: "lifeguard-prober".into(),
-            instance: instance.or_else(|| Some(node.clone())),
-        };
         Self {
             nodes: Api::all(client.clone()),
             node_ref: ObjectReference {
@@ -73,14 +75,15 @@ impl NodeReporter {
                 name: Some(node.clone()),
                 ..Default::default()
             },
-            node,
             taint,
             heartbeat,
-            recorder: Recorder::new(client, reporter),
+            events: Api::namespaced(client, EVENT_NAMESPACE),
+            instance: instance.unwrap_or_else(|| format!("lifeguard-prober-{node}")),
             loaded: false,
             shown: None,
             last_definitive: None,
             taint_synced: None,
+            node,
         }
     }
 
@@ -195,20 +198,32 @@ impl NodeReporter {
     }
 
     async fn publish(&self, reason: &str, warning: bool, note: &str) {
+        // Written directly rather than through kube's Recorder, which puts events about
+        // cluster-scoped objects in `default`, refused by 1.20.
+        let now = Timestamp::now();
         let event = Event {
-            type_: if warning {
-                EventType::Warning
-            } else {
-                EventType::Normal
+            // Named like client-go names events (1.20 refuses a generateName ending in '.').
+            metadata: kube::api::ObjectMeta {
+                name: Some(format!("{}.{:x}", self.node, now.as_nanosecond())),
+                ..Default::default()
             },
-            reason: reason.into(),
+            event_time: Some(MicroTime(now)),
+            type_: Some(if warning { "Warning" } else { "Normal" }.into()),
+            reason: Some(reason.into()),
             note: Some(note.chars().take(1000).collect()),
-            action: "Probe".into(),
-            secondary: None,
+            action: Some("Probe".into()),
+            regarding: Some(self.node_ref.clone()),
+            reporting_controller: Some(REPORTING_CONTROLLER.into()),
+            reporting_instance: Some(self.instance.clone()),
+            ..Default::default()
         };
-        match tokio::time::timeout(CALL_BUDGET, self.recorder.publish(&event, &self.node_ref)).await
+        match tokio::time::timeout(
+            CALL_BUDGET,
+            self.events.create(&PostParams::default(), &event),
+        )
+        .await
         {
-            Ok(Ok(())) => {}
+            Ok(Ok(_)) => {}
             Ok(Err(e)) => tracing::warn!(error = %describe(&e), reason, "cannot publish event"),
             Err(_) => tracing::warn!(reason, "cannot publish event: API server did not answer"),
         }

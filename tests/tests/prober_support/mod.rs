@@ -1,0 +1,289 @@
+//! Shared by the prober's end-to-end tests: the local run's prober (a DaemonSet pod on the
+//! host network, see `start_prober` in cluster/lifeguard.sh), its workspace storage (a
+//! loop-mounted ext4 image) and guards that undo every disruption, also on failure.
+
+#![allow(dead_code)]
+
+use std::fs::File;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{Api, ListParams};
+use kube::{Client, ResourceExt};
+use serde_json::Value;
+
+pub const OPS: &str = "http://127.0.0.1:8089";
+pub const STORAGE: &str = "/var/lib/lifeguard-cluster/workspace-storage";
+pub const NAMESPACE: &str = "lifeguard-system";
+pub const DAEMONSET_SELECTOR: &str = "app.kubernetes.io/name=lifeguard-workspace-node";
+pub const CONDITION: &str = "LifeguardProbesHealthy";
+pub const TAINT: &str = "lifeguard.dev/unhealthy";
+const LOCK: &str = "/tmp/lg/cluster.lock";
+
+/// The cluster-wide test lock: shared for tests that only look, exclusive for tests that
+/// make the node unhealthy (a taint would keep other tests' pods from scheduling).
+/// `LIFEGUARD_E2E_CLUSTER_LOCK=off` skips it, for when the lock is known to be stale (a
+/// process that inherited a holder's descriptor keeps it). Rust opens files close-on-exec,
+/// so the processes these tests start never inherit it.
+pub fn cluster_lock(exclusive: bool) -> anyhow::Result<File> {
+    std::fs::create_dir_all("/tmp/lg")?;
+    let file = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(LOCK)?;
+    if std::env::var("LIFEGUARD_E2E_CLUSTER_LOCK").as_deref() == Ok("off") {
+        eprintln!("warning: not taking {LOCK} (LIFEGUARD_E2E_CLUSTER_LOCK=off)");
+        return Ok(file);
+    }
+    if exclusive {
+        file.lock()?;
+    } else {
+        file.lock_shared()?;
+    }
+    Ok(file)
+}
+
+/// GET on the prober's port: (status code, body, time taken).
+pub fn get(path: &str) -> anyhow::Result<(u16, String, Duration)> {
+    let started = Instant::now();
+    let out = Command::new("curl")
+        .args([
+            "-s",
+            "-m",
+            "5",
+            "-w",
+            "\n%{http_code}",
+            &format!("{OPS}{path}"),
+        ])
+        .output()
+        .context("running curl")?;
+    let took = started.elapsed();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", text.as_str()));
+    let code = code.trim().parse().unwrap_or(0);
+    Ok((code, body.to_string(), took))
+}
+
+pub fn status() -> anyhow::Result<Value> {
+    let (code, body, _) = get("/status")?;
+    if code != 200 {
+        bail!("/status answered {code}: {body}");
+    }
+    Ok(serde_json::from_str(&body)?)
+}
+
+pub fn interval() -> anyhow::Result<Duration> {
+    let s = status()?;
+    let secs = s["settings"]["intervalSeconds"]
+        .as_f64()
+        .context("/status has no settings.intervalSeconds")?;
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Polls /status until the verdict is `want`; returns how long that took.
+pub async fn wait_verdict(want: &str, timeout: Duration) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    let mut last = Value::Null;
+    while started.elapsed() < timeout {
+        match status() {
+            Ok(s) if s["verdict"] == want => return Ok(started.elapsed()),
+            Ok(s) => last = s,
+            Err(e) => last = Value::String(format!("{e:#}")),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bail!("verdict not {want} after {timeout:?}; last /status:\n{last:#}")
+}
+
+/// A metric's value from /metrics (exact series text, e.g. `name{label="v"}`).
+pub fn metric(series: &str) -> anyhow::Result<f64> {
+    let (_, body, _) = get("/metrics")?;
+    body.lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+        .with_context(|| format!("no series {series} in /metrics"))
+}
+
+pub async fn node(client: &Client) -> anyhow::Result<Node> {
+    let name = lifeguard_e2e::node_name(client).await?;
+    Ok(Api::<Node>::all(client.clone()).get(&name).await?)
+}
+
+/// Our condition on the node: (status, reason, message).
+pub fn condition(node: &Node) -> Option<(String, String, String)> {
+    let c = node
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == CONDITION)?;
+    Some((
+        c.status.clone(),
+        c.reason.clone().unwrap_or_default(),
+        c.message.clone().unwrap_or_default(),
+    ))
+}
+
+pub fn tainted(node: &Node) -> bool {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .is_some_and(|ts| {
+            ts.iter()
+                .any(|t| t.key == TAINT && t.effect == "NoSchedule")
+        })
+}
+
+/// Polls the node until `check` holds.
+pub async fn wait_node(
+    client: &Client,
+    what: &str,
+    timeout: Duration,
+    check: impl Fn(&Node) -> bool,
+) -> anyhow::Result<Node> {
+    let started = Instant::now();
+    loop {
+        let n = node(client).await?;
+        if check(&n) {
+            return Ok(n);
+        }
+        if started.elapsed() > timeout {
+            bail!(
+                "node not {what} after {timeout:?}: condition {:?}, tainted {}",
+                condition(&n),
+                tainted(&n)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// The prober's DaemonSet pod on this node.
+pub async fn prober_pod(client: &Client) -> anyhow::Result<Pod> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
+    let list = pods
+        .list(&ListParams::default().labels(DAEMONSET_SELECTOR))
+        .await?;
+    list.items
+        .into_iter()
+        .find(|p| p.metadata.deletion_timestamp.is_none())
+        .context("no prober pod: was ./local-up run?")
+}
+
+pub fn restarts(pod: &Pod, container: &str) -> i32 {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.name == container))
+        .map_or(-1, |c| c.restart_count)
+}
+
+pub fn ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// Waits for the healthy state every test starts from (an earlier test may still be
+/// recovering).
+pub async fn healthy_start(client: &Client) -> anyhow::Result<Duration> {
+    wait_verdict("healthy", Duration::from_secs(120)).await?;
+    wait_node(
+        client,
+        "healthy and untainted",
+        Duration::from_secs(30),
+        |n| condition(n).is_some_and(|c| c.0 == "True") && !tainted(n),
+    )
+    .await?;
+    interval()
+}
+
+pub fn sh(cmd: &str) -> anyhow::Result<String> {
+    let out = Command::new("sh").args(["-c", cmd]).output()?;
+    if !out.status.success() {
+        bail!(
+            "`{cmd}` failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Makes the workspace storage read-only until dropped.
+pub struct ReadOnlyStorage;
+
+impl ReadOnlyStorage {
+    pub fn new() -> anyhow::Result<Self> {
+        // EBUSY while the prober has a file open for writing: try again in a moment.
+        let mut last = None;
+        for _ in 0..50 {
+            match sh(&format!("mount -o remount,ro {STORAGE}")) {
+                Ok(_) => return Ok(Self),
+                Err(e) => last = Some(e),
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Err(last.unwrap_or_else(|| anyhow::anyhow!("remount failed")))
+    }
+}
+
+impl Drop for ReadOnlyStorage {
+    fn drop(&mut self) {
+        if let Err(e) = sh(&format!("mount -o remount,rw {STORAGE}")) {
+            eprintln!("warning: could not make {STORAGE} writable again: {e:#}");
+        }
+    }
+}
+
+/// Freezes the workspace storage (writes block in the kernel) until dropped.
+pub struct FrozenStorage;
+
+impl FrozenStorage {
+    pub fn new() -> anyhow::Result<Self> {
+        sh(&format!("fsfreeze -f {STORAGE}"))?;
+        Ok(Self)
+    }
+}
+
+impl Drop for FrozenStorage {
+    fn drop(&mut self) {
+        if let Err(e) = sh(&format!("fsfreeze -u {STORAGE}")) {
+            eprintln!("warning: could not thaw {STORAGE}: {e:#}");
+        }
+    }
+}
+
+/// Pid of the prober process in its container (the only process running that binary).
+pub fn prober_pid() -> anyhow::Result<u32> {
+    for entry in std::fs::read_dir("/proc")?.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        if cmdline.split(|b| *b == 0).next() == Some(b"/lifeguard-prober") {
+            return Ok(pid);
+        }
+    }
+    bail!("no /lifeguard-prober process on this machine")
+}
+
+pub fn probe_pods_selector() -> &'static str {
+    "lifeguard.dev/probe=container"
+}
+
+pub async fn probe_pods(client: &Client) -> anyhow::Result<Vec<String>> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
+    Ok(pods
+        .list(&ListParams::default().labels(probe_pods_selector()))
+        .await?
+        .items
+        .iter()
+        .map(|p| p.name_any())
+        .collect())
+}

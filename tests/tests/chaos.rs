@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use futures::{StreamExt, stream};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, PostParams};
 use kube::{Client, ResourceExt};
@@ -62,21 +61,22 @@ fn settled(ws: &Workspace) -> bool {
     )
 }
 
-async fn create_all(client: &Client, ns: &str, rejector: &Rejector) -> anyhow::Result<()> {
+/// Creates the workspaces one by one over `spread`, so that their starts meet the
+/// rejection spells in proportion (created at once, they would all start in one spell).
+async fn create_all(
+    client: &Client,
+    ns: &str,
+    rejector: &Rejector,
+    spread: Duration,
+) -> anyhow::Result<()> {
     let api: Api<Workspace> = Api::namespaced(client.clone(), ns);
-    let results: Vec<anyhow::Result<()>> = stream::iter(0..WORKSPACES)
-        .map(|i| {
-            let api = api.clone();
-            async move {
-                let ws = sleeping_workspace(&format!("chaos-{i:03}"), rejector)?;
-                api.create(&PostParams::default(), &ws).await?;
-                Ok(())
-            }
-        })
-        .buffer_unordered(8)
-        .collect()
-        .await;
-    results.into_iter().collect()
+    let pause = spread / WORKSPACES as u32;
+    for i in 0..WORKSPACES {
+        let ws = sleeping_workspace(&format!("chaos-{i:03}"), rejector)?;
+        api.create(&PostParams::default(), &ws).await?;
+        tokio::time::sleep(pause).await;
+    }
+    Ok(())
 }
 
 #[tokio::test]
@@ -96,8 +96,9 @@ async fn workspaces_survive_rejections_and_controller_kills() {
             tokio::spawn(async move { rejector.flap(running).await })
         };
         let killer = tokio::spawn(kill_repeatedly(running.clone()));
-        let created = create_all(&client, &ns, &rejector).await;
-        tokio::time::sleep(CHAOS).await;
+        let created = create_all(&client, &ns, &rejector, CHAOS).await;
+        // Re-creations of the last starts meet the chaos too.
+        tokio::time::sleep(Duration::from_secs(15)).await;
         running.store(false, Ordering::Release);
         let spells = flapper.await.context("flapper")?;
         rejector.admit().await?;
@@ -183,7 +184,7 @@ async fn workspaces_survive_rejections_and_controller_kills() {
             WORKSPACES - failed
         );
         // The run has to have exercised recovery, or it proves nothing.
-        assert!(recreated >= 5, "only {recreated} re-creations: rejections did not happen");
+        assert!(recreated >= 8, "only {recreated} re-creations: rejections did not happen");
         assert!(kills >= 5, "only {kills} controller kills");
         Ok(())
     })

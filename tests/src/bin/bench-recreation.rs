@@ -5,6 +5,8 @@
 //!
 //!   cargo run --release -p lifeguard-e2e --bin bench-recreation -- [N] [SECONDS]
 //!
+//! The N workspaces are created one by one over SECONDS (default 120).
+//!
 //! Needs the local run (`./local-up`); reads the controller's `--backoff` from its process.
 
 use std::collections::HashMap;
@@ -13,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use futures::{StreamExt, TryStreamExt, stream};
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -110,30 +112,27 @@ async fn main() -> anyhow::Result<()> {
         let (rejector, running) = (rejector.clone(), running.clone());
         tokio::spawn(async move { rejector.flap(running).await })
     };
+    // One by one over the run, so that starts meet the rejection spells in proportion.
     let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
-    let created: Vec<anyhow::Result<()>> = stream::iter(0..n)
-        .map(|i| {
-            let (api, rejector) = (workspaces.clone(), rejector.clone());
-            async move {
-                let ws = sleeping_workspace(&format!("bench-{i:03}"), &rejector)?;
-                api.create(&PostParams::default(), &ws).await?;
-                Ok(())
-            }
-        })
-        .buffer_unordered(8)
-        .collect()
-        .await;
-    tokio::time::sleep(Duration::from_secs(seconds)).await;
+    let pause = Duration::from_secs(seconds) / n.max(1) as u32;
+    let mut created = Vec::new();
+    for i in 0..n {
+        let ws = sleeping_workspace(&format!("bench-{i:03}"), &rejector)?;
+        created.push(workspaces.create(&PostParams::default(), &ws).await.map(|_| ()));
+        tokio::time::sleep(pause).await;
+    }
+    // The last starts' re-creations.
+    tokio::time::sleep(Duration::from_secs(20)).await;
     running.store(false, Ordering::Release);
     let spells = flapping.await.context("flapper")??;
     rejector.admit().await?;
     let mut latencies = watching.await.context("watcher")??;
     let _ = namespaces.delete(&ns, &DeleteParams::background()).await;
-    created.into_iter().collect::<anyhow::Result<Vec<()>>>()?;
+    created.into_iter().collect::<Result<Vec<()>, kube::Error>>()?;
 
     latencies.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    println!("workspaces: {n}, flapping for {seconds} s ({spells} rejection spells)");
+    println!("workspaces: {n}, created over {seconds} s ({spells} rejection spells)");
     println!("controller backoff: {}", controller_backoff()?);
     println!(
         "rejection -> replacement created: n={} p50={:.0} ms p99={:.0} ms max={:.0} ms",

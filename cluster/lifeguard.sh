@@ -29,7 +29,7 @@ component_kubeconfig() {
 
 start_webhook() {
   step "start lifeguard-webhook on $LG_WEBHOOK_ADDR"
-  kubectl apply -f manifests/namespace.yaml -f manifests/webhook/rbac.yaml >>"$LG_LOGS/kubectl.log" 2>&1 ||
+  kubectl apply -f manifests/namespace/namespace.yaml -f manifests/webhook/rbac.yaml >>"$LG_LOGS/kubectl.log" 2>&1 ||
     die "applying the webhook's RBAC failed" "$LG_LOGS/kubectl.log"
   kubectl label namespace kube-system lifeguard.dev/admission=disabled --overwrite >>"$LG_LOGS/kubectl.log" 2>&1
   component_kubeconfig lifeguard-webhook lifeguard:webhook
@@ -52,7 +52,7 @@ start_webhook() {
 
 start_controller() {
   step "start lifeguard-controller (health and metrics on $LG_CONTROLLER_OPS_ADDR)"
-  kubectl apply -f manifests/namespace.yaml -f manifests/controller/rbac.yaml >>"$LG_LOGS/kubectl.log" 2>&1 ||
+  kubectl apply -f manifests/namespace/namespace.yaml -f manifests/controller/rbac.yaml >>"$LG_LOGS/kubectl.log" 2>&1 ||
     die "applying the controller's RBAC failed" "$LG_LOGS/kubectl.log"
   component_kubeconfig lifeguard-controller lifeguard:controller
   stop_process lifeguard-controller
@@ -114,7 +114,7 @@ start_prober() {
   apt_install e2fsprogs util-linux mount
   prober_storage
   prober_image
-  kubectl apply -f manifests/namespace.yaml -f manifests/prober/rbac.yaml >>"$LG_LOGS/kubectl.log" 2>&1 ||
+  kubectl apply -f manifests/namespace/namespace.yaml -f manifests/prober/rbac.yaml >>"$LG_LOGS/kubectl.log" 2>&1 ||
     die "applying the prober's RBAC failed" "$LG_LOGS/kubectl.log"
   # The local overlay: the local image, no Service routing (no kube-proxy), so the host
   # network with the API server on 127.0.0.1 (a SAN of its certificate; the service

@@ -21,6 +21,7 @@ pub const DAEMONSET_SELECTOR: &str = "app.kubernetes.io/name=lifeguard-workspace
 pub const CONDITION: &str = "LifeguardProbesHealthy";
 pub const TAINT: &str = "lifeguard.dev/unhealthy";
 const LOCK: &str = "/tmp/lg/cluster.lock";
+const LOCK_WAIT: Duration = Duration::from_secs(600);
 
 /// The cluster-wide test lock: shared for tests that only look, exclusive for tests that
 /// make the node unhealthy (a taint would keep other tests' pods from scheduling).
@@ -38,10 +39,25 @@ pub fn cluster_lock(exclusive: bool) -> anyhow::Result<File> {
         eprintln!("warning: not taking {LOCK} (LIFEGUARD_E2E_CLUSTER_LOCK=off)");
         return Ok(file);
     }
-    if exclusive {
-        file.lock()?;
-    } else {
-        file.lock_shared()?;
+    // Bounded: a holder that never lets go fails the test with a reason, not a hang.
+    let started = Instant::now();
+    loop {
+        let attempt = if exclusive {
+            file.try_lock()
+        } else {
+            file.try_lock_shared()
+        };
+        match attempt {
+            Ok(()) => break,
+            Err(std::fs::TryLockError::WouldBlock) if started.elapsed() < LOCK_WAIT => {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => bail!(
+                "{LOCK} still held after {LOCK_WAIT:?}; if its holder is a process that \
+                 inherited the descriptor (see /proc/locks), set LIFEGUARD_E2E_CLUSTER_LOCK=off"
+            ),
+            Err(std::fs::TryLockError::Error(e)) => return Err(e.into()),
+        }
     }
     Ok(file)
 }

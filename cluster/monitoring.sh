@@ -1,0 +1,64 @@
+# A real Prometheus (Debian's package) scraping the local run's three components, with
+# lifeguard's alert rules loaded. Sourced by local-up after the components are started.
+
+LG_PROMETHEUS_ADDR=${LG_PROMETHEUS_ADDR:-127.0.0.1:9090}
+LG_PROMETHEUS_DIR="$LG_STATE/prometheus"
+# Short, so the end-to-end tests see counters move within seconds.
+LG_PROMETHEUS_INTERVAL=${LG_PROMETHEUS_INTERVAL:-2s}
+
+prometheus_config() {
+  local rules
+  rules="$(pwd)/manifests/monitoring/alerts.yaml"
+  cat <<YAML
+# Written by cluster/monitoring.sh (start_prometheus); rewritten on every local-up.
+global:
+  scrape_interval: $LG_PROMETHEUS_INTERVAL
+  scrape_timeout: $LG_PROMETHEUS_INTERVAL
+  evaluation_interval: $LG_PROMETHEUS_INTERVAL
+rule_files:
+  - $rules
+scrape_configs:
+  # The job names the alert rules use (the ServiceMonitors give the same ones in a cluster).
+  - job_name: lifeguard-webhook
+    static_configs: [{targets: ["$LG_WEBHOOK_OPS_ADDR"]}]
+  - job_name: lifeguard-controller
+    static_configs: [{targets: ["$LG_CONTROLLER_OPS_ADDR"]}]
+  - job_name: lifeguard-prober
+    static_configs: [{targets: ["$LG_PROBER_OPS_ADDR"], labels: {node: "$LG_NODE_NAME"}}]
+  - job_name: prometheus
+    static_configs: [{targets: ["$LG_PROMETHEUS_ADDR"]}]
+YAML
+}
+
+prometheus_ready() { curl -fsS "http://$LG_PROMETHEUS_ADDR/-/ready"; }
+
+start_prometheus() {
+  step "start Prometheus on http://$LG_PROMETHEUS_ADDR (scrape every $LG_PROMETHEUS_INTERVAL)"
+  apt_install prometheus curl
+  # The package enables a systemd unit on :9090; where systemd runs, it would hold the port.
+  if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet prometheus 2>/dev/null; then
+    systemctl disable --now prometheus >>"$LG_LOGS/lifeguard-prometheus.log" 2>&1 || true
+  fi
+  mkdir -p "$LG_PROMETHEUS_DIR/data"
+  prometheus_config >"$LG_PROMETHEUS_DIR/prometheus.yml"
+  promtool check config "$LG_PROMETHEUS_DIR/prometheus.yml" >>"$LG_LOGS/lifeguard-prometheus.log" 2>&1 ||
+    die "the Prometheus configuration is invalid" "$LG_LOGS/lifeguard-prometheus.log"
+  # Named lifeguard-* so that 'lifeguard-cluster down' stops it with lifeguard.
+  start lifeguard-prometheus prometheus --config.file "$LG_PROMETHEUS_DIR/prometheus.yml" \
+    --storage.tsdb.path "$LG_PROMETHEUS_DIR/data" --storage.tsdb.retention.time 2d \
+    --web.listen-address "$LG_PROMETHEUS_ADDR" --web.enable-lifecycle
+  wait_for "lifeguard-prometheus" 60 "$LG_LOGS/lifeguard-prometheus.log" lifeguard-prometheus prometheus_ready
+  # Already running: pick up the configuration and rules just written.
+  curl -fsS -X POST "http://$LG_PROMETHEUS_ADDR/-/reload" >>"$LG_LOGS/lifeguard-prometheus.log" 2>&1 ||
+    die "Prometheus did not reload its configuration" "$LG_LOGS/lifeguard-prometheus.log"
+  step "wait for Prometheus to scrape the webhook, the controller and the prober"
+  wait_for "Prometheus targets" 60 "$LG_LOGS/lifeguard-prometheus.log" lifeguard-prometheus prometheus_targets_up
+}
+
+# All three lifeguard jobs have a target that is up.
+prometheus_targets_up() {
+  local out
+  out=$(curl -fsS "http://$LG_PROMETHEUS_ADDR/api/v1/query" \
+    --data-urlencode 'query=count(up{job=~"lifeguard-.*"} == 1)') || return 1
+  printf '%s' "$out" | grep -q '"value":\[[0-9.]*,"3"\]'
+}

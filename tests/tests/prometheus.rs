@@ -1,0 +1,245 @@
+//! The real Prometheus of the local run (cluster/monitoring.sh, scraping every 2s): it
+//! scrapes all three components, and their key series move when a window denies a
+//! workspace start, when a kubelet rejection is recovered, and as the prober checks.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use jiff::{SignedDuration, Timestamp};
+use kube::api::{Api, DeleteParams, PostParams};
+use lifeguard_api::maintenance::MaintenanceWindow;
+use lifeguard_api::{Workspace, WorkspacePhase};
+use lifeguard_e2e::{
+    NAMESPACE_LABEL, Rejector, apply_crds, node_name, sleeping_workspace, unique_name, wait_for,
+    with_namespace,
+};
+use serde_json::{Value, json};
+
+const PROMETHEUS: &str = "http://127.0.0.1:9090";
+/// Several scrape and evaluation intervals (2s each in the local run).
+const SCRAPE_WAIT: Duration = Duration::from_secs(30);
+const TIMEOUT: Duration = Duration::from_secs(90);
+
+/// GET on Prometheus' HTTP API; the `data` of a successful answer.
+fn api(path: &str, query: Option<&str>) -> anyhow::Result<Value> {
+    let url = format!("{PROMETHEUS}{path}");
+    let mut args = vec!["-sS", "-m", "5", "-G", url.as_str()];
+    let param;
+    if let Some(q) = query {
+        param = format!("query={q}");
+        args.extend(["--data-urlencode", param.as_str()]);
+    }
+    let out = Command::new("curl")
+        .args(&args)
+        .output()
+        .context("running curl")?;
+    if !out.status.success() {
+        bail!(
+            "Prometheus at {PROMETHEUS} did not answer {path} (started by ./local-up): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let body: Value = serde_json::from_slice(&out.stdout)
+        .with_context(|| format!("{path}: {}", String::from_utf8_lossy(&out.stdout)))?;
+    if body["status"] != "success" {
+        bail!("{path} {query:?}: {body}");
+    }
+    Ok(body["data"].clone())
+}
+
+/// An instant query's single value; None when it selects nothing.
+fn value(query: &str) -> anyhow::Result<Option<f64>> {
+    let data = api("/api/v1/query", Some(query))?;
+    match data["result"].as_array().map(Vec::as_slice) {
+        Some([]) | None => Ok(None),
+        Some([one]) => Ok(Some(
+            one["value"][1].as_str().context("sample value")?.parse()?,
+        )),
+        Some(many) => bail!("{query} selects {} series; want one", many.len()),
+    }
+}
+
+/// Polls `query` until it is above `before`; returns the value.
+async fn wait_above(query: &str, before: f64) -> anyhow::Result<f64> {
+    let started = Instant::now();
+    let mut last = None;
+    while started.elapsed() < SCRAPE_WAIT {
+        last = value(query)?;
+        if let Some(v) = last.filter(|v| *v > before) {
+            return Ok(v);
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    bail!("{query} stayed at {last:?} (before: {before}) for {SCRAPE_WAIT:?}")
+}
+
+#[tokio::test]
+async fn all_three_components_are_scraped() {
+    let started = Instant::now();
+    loop {
+        let data = api("/api/v1/targets", None).unwrap();
+        let targets = data["activeTargets"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let down: Vec<String> = [
+            "lifeguard-webhook",
+            "lifeguard-controller",
+            "lifeguard-prober",
+        ]
+        .into_iter()
+        .filter(|job| {
+            !targets
+                .iter()
+                .any(|t| t["labels"]["job"] == *job && t["health"] == "up")
+        })
+        .map(String::from)
+        .collect();
+        if down.is_empty() {
+            break;
+        }
+        assert!(
+            started.elapsed() < SCRAPE_WAIT,
+            "jobs without an up target: {down:?}; targets: {targets:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    // The alert rules are loaded, and none of the outage alerts fires on a healthy run.
+    let rules = api("/api/v1/rules", None).unwrap();
+    let mut groups: Vec<&str> = rules["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|g| g["name"].as_str())
+        .collect();
+    groups.sort_unstable();
+    assert_eq!(
+        groups,
+        [
+            "lifeguard-controller",
+            "lifeguard-prober",
+            "lifeguard-webhook"
+        ]
+    );
+    let firing = value(
+        r#"count(ALERTS{alertstate="firing",alertname=~"LifeguardWebhookDown|LifeguardControllerDown|LifeguardControllerNotLeading"})"#,
+    )
+    .unwrap();
+    assert_eq!(firing, None, "outage alerts firing on a healthy run");
+}
+
+#[tokio::test]
+async fn a_denied_workspace_start_moves_the_webhook_denial_counter() {
+    with_namespace("prom-deny", |client, ns| async move {
+        apply_crds(&client).await?;
+        let denials = r#"sum(lifeguard_webhook_admissions_total{job="lifeguard-webhook",kind="Workspace",decision="denied_maintenance"})"#;
+        let before = value(denials)?.unwrap_or(0.0);
+        let windows: Api<MaintenanceWindow> = Api::all(client.clone());
+        let window = unique_name("e2e-prom-window");
+        let now = Timestamp::now();
+        let spec = json!({
+            "start": (now - SignedDuration::from_secs(60)).strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+            "end": (now + SignedDuration::from_secs(120)).strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+            "message": "prometheus e2e",
+            // Only this test's namespace: no other test is denied.
+            "namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: ns.clone()}},
+        });
+        windows
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": window}, "spec": spec}))?,
+            )
+            .await?;
+        let outcome = async {
+            let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
+            // The webhook decides from its watch cache: retry until the window is in it.
+            let started = Instant::now();
+            loop {
+                let ws: Workspace = serde_json::from_value(json!({
+                    "metadata": {"name": unique_name("denied")},
+                    "spec": {"podTemplate": {"spec": {"containers": [{"name": "ide", "image": lifeguard_e2e::BUSYBOX_IMAGE}]}}}
+                }))?;
+                match workspaces.create(&PostParams::default(), &ws).await {
+                    Err(kube::Error::Api(s)) if s.code == 403 && s.message.contains("prometheus e2e") => break,
+                    Ok(_) if started.elapsed() < Duration::from_secs(15) => {
+                        tokio::time::sleep(Duration::from_millis(500)).await
+                    }
+                    other => bail!("expected a denial naming the window, got {other:?}"),
+                }
+            }
+            let after = wait_above(denials, before).await?;
+            eprintln!("denials: {before} -> {after}");
+            Ok(())
+        }
+        .await;
+        let _ = windows.delete(&window, &DeleteParams::default()).await;
+        outcome
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_recovered_kubelet_rejection_moves_the_controller_counters() {
+    with_namespace("prom-reject", |client, ns| async move {
+        apply_crds(&client).await?;
+        let rejections = r#"sum(lifeguard_controller_rejections_total{job="lifeguard-controller",reason="NodeAffinity"})"#;
+        let recreations = r#"sum(lifeguard_controller_recreations_total{job="lifeguard-controller"})"#;
+        let rejections_before = value(rejections)?.unwrap_or(0.0);
+        let recreations_before = value(recreations)?.unwrap_or(0.0);
+        let node = node_name(&client).await?;
+        let rejector = Rejector::new(
+            &client,
+            &node,
+            &format!("lifeguard.dev/{}", unique_name("e2e-pool")),
+        );
+        rejector.reject().await?;
+        let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
+        workspaces
+            .create(&PostParams::default(), &sleeping_workspace("carol", &rejector)?)
+            .await?;
+        let rejected = wait_for(&workspaces, "carol", TIMEOUT, "rejected", |w| {
+            w.status.as_ref().is_some_and(|s| s.last_rejection.is_some())
+        })
+        .await;
+        rejector.admit().await?;
+        let running = match rejected {
+            Ok(_) => {
+                wait_for(&workspaces, "carol", TIMEOUT, "Running again", |w| {
+                    w.status.as_ref().and_then(|s| s.phase) == Some(WorkspacePhase::Running)
+                })
+                .await
+            }
+            Err(e) => Err(e),
+        };
+        // Leaves no label behind on the node.
+        rejector.reject().await?;
+        running?;
+        let r = wait_above(rejections, rejections_before).await?;
+        let c = wait_above(recreations, recreations_before).await?;
+        eprintln!("rejections: {rejections_before} -> {r}; recreations: {recreations_before} -> {c}");
+        Ok(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_probers_checks_are_counted_and_its_verdict_exported() {
+    let checks = r#"sum(lifeguard_prober_checks_total{job="lifeguard-prober"})"#;
+    let before = value(checks).unwrap().unwrap_or(0.0);
+    // One check interval (5s in the local run) plus a container check (up to its deadline).
+    let started = Instant::now();
+    let mut after = None;
+    while started.elapsed() < Duration::from_secs(60) && after.is_none() {
+        after = value(checks).unwrap().filter(|v| *v > before);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert!(after.is_some(), "{checks} stayed at {before} for 60s");
+    let verdicts = value(r#"sum(lifeguard_prober_verdict{job="lifeguard-prober"})"#).unwrap();
+    assert_eq!(verdicts, Some(1.0), "exactly one verdict is current");
+    let volume = value(r#"sum(lifeguard_prober_check_duration_seconds_count{job="lifeguard-prober",check="volume"})"#).unwrap();
+    assert!(
+        volume.is_some_and(|v| v > 0.0),
+        "volume check latency exported"
+    );
+}

@@ -243,3 +243,27 @@ async fn the_probers_checks_are_counted_and_its_verdict_exported() {
         "volume check latency exported"
     );
 }
+
+#[tokio::test]
+async fn every_dashboard_query_is_valid_promql() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/grafana/lifeguard.json"
+    );
+    let dashboard: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut exprs = vec![dashboard["annotations"]["list"][0]["expr"].clone()];
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            exprs.push(target["expr"].clone());
+        }
+    }
+    assert!(exprs.len() > 15, "{exprs:?}");
+    for expr in exprs {
+        let expr = expr.as_str().unwrap().replace("$__rate_interval", "1m");
+        // An invalid query is an error status, which `value` turns into Err; several
+        // series are fine here.
+        if let Err(e) = api("/api/v1/query", Some(&expr)) {
+            panic!("dashboard query {expr}: {e:#}");
+        }
+    }
+}

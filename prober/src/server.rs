@@ -50,3 +50,60 @@ async fn readiness(State(s): State<Arc<Shared>>) -> impl IntoResponse {
 async fn status(State(s): State<Arc<Shared>>) -> Json<serde_json::Value> {
     Json(s.status_json())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use axum::body::Body;
+    use axum::http::Request;
+    use tower::ServiceExt as _;
+
+    use super::*;
+    use crate::metrics::Metrics;
+    use crate::verdict::{Check, Outcome};
+
+    async fn code(app: &Router, path: &str) -> u16 {
+        let request = Request::get(path).body(Body::empty()).expect("request");
+        match app.clone().oneshot(request).await {
+            Ok(response) => response.status().as_u16(),
+            Err(never) => match never {},
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn liveness_fails_only_for_an_unhealthy_node() {
+        let metrics = Metrics::new().expect("metrics");
+        let (shared, _published) = Shared::new("n1".into(), serde_json::json!({}), metrics, 2);
+        let shared = Arc::new(shared);
+        let app = router(shared.clone());
+        let took = Duration::from_millis(1);
+
+        assert_eq!(code(&app, "/healthz").await, 200, "unknown at start");
+        assert_eq!(code(&app, "/readyz").await, 503, "no check has run");
+        assert_eq!(code(&app, "/livez").await, 200);
+        shared.record(Check::Volume, Outcome::Success, took);
+        shared.record(Check::Container, Outcome::Unknown("API down".into()), took);
+        assert_eq!(code(&app, "/readyz").await, 200);
+        assert_eq!(code(&app, "/healthz").await, 200, "unknown: API trouble");
+        shared.record(Check::Volume, Outcome::Failure("ro".into()), took);
+        shared.record(Check::Volume, Outcome::Failure("ro".into()), took);
+        assert_eq!(code(&app, "/healthz").await, 503, "unhealthy");
+        shared.record(Check::Volume, Outcome::Success, took);
+        shared.record(Check::Container, Outcome::Success, took);
+        assert_eq!(code(&app, "/healthz").await, 200, "healthy");
+        let status = shared.status_json();
+        assert_eq!(status["verdict"], "healthy");
+        assert_eq!(status["checks"]["volume"]["lastFailure"], "ro");
+        assert_eq!(code(&app, "/metrics").await, 200);
+        let text = shared.metrics.render();
+        assert!(
+            text.contains("lifeguard_prober_liveness_responses_total{code=\"503\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("lifeguard_prober_verdict{verdict=\"healthy\"} 1"),
+            "{text}"
+        );
+    }
+}

@@ -94,6 +94,8 @@ impl ContainerProbe {
         outcome
     }
 
+    /// Outcome texts name no pod: they end up in the Node condition, which is rewritten
+    /// whenever its message changes.
     async fn await_finish(&self, name: &str, deadline: Instant) -> Outcome {
         let mut seen: Option<String> = None;
         let mut api_trouble: Option<String>;
@@ -119,12 +121,12 @@ impl ContainerProbe {
             tokio::time::sleep_until(next).await;
         }
         match (api_trouble, seen) {
-            (Some(trouble), _) => Outcome::Unknown(format!("watching probe pod {name}: {trouble}")),
+            (Some(trouble), _) => Outcome::Unknown(format!("watching the probe pod: {trouble}")),
             (None, Some(seen)) => Outcome::Failure(format!(
                 "probe pod did not finish within {:?}: {seen}",
                 self.deadline
             )),
-            (None, None) => Outcome::Unknown(format!("probe pod {name} was never read back")),
+            (None, None) => Outcome::Unknown("the probe pod was never read back".into()),
         }
     }
 

@@ -118,7 +118,12 @@ async fn main() -> anyhow::Result<()> {
     let mut created = Vec::new();
     for i in 0..n {
         let ws = sleeping_workspace(&format!("bench-{i:03}"), &rejector)?;
-        created.push(workspaces.create(&PostParams::default(), &ws).await.map(|_| ()));
+        created.push(
+            workspaces
+                .create(&PostParams::default(), &ws)
+                .await
+                .map(|_| ()),
+        );
         tokio::time::sleep(pause).await;
     }
     // The last starts' re-creations.
@@ -128,7 +133,9 @@ async fn main() -> anyhow::Result<()> {
     rejector.admit().await?;
     let mut latencies = watching.await.context("watcher")??;
     let _ = namespaces.delete(&ns, &DeleteParams::background()).await;
-    created.into_iter().collect::<Result<Vec<()>, kube::Error>>()?;
+    created
+        .into_iter()
+        .collect::<Result<Vec<()>, kube::Error>>()?;
 
     latencies.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;

@@ -1,6 +1,10 @@
 //! The real Prometheus of the local run (cluster/monitoring.sh, scraping every 2s): it
 //! scrapes all three components, and their key series move when a window denies a
 //! workspace start, when a kubelet rejection is recovered, and as the prober checks.
+//! Each test holds the cluster lock shared: the prober's disruptive tests taint the node.
+
+#[path = "prober_support/mod.rs"]
+mod support;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -76,6 +80,7 @@ async fn wait_above(query: &str, before: f64) -> anyhow::Result<f64> {
 
 #[tokio::test]
 async fn all_three_components_are_scraped() {
+    let _lock = support::cluster_lock(false).expect("cluster lock");
     let started = Instant::now();
     loop {
         let data = api("/api/v1/targets", None).unwrap();
@@ -131,6 +136,7 @@ async fn all_three_components_are_scraped() {
 
 #[tokio::test]
 async fn a_denied_workspace_start_moves_the_webhook_denial_counter() {
+    let _lock = support::cluster_lock(false).expect("cluster lock");
     with_namespace("prom-deny", |client, ns| async move {
         apply_crds(&client).await?;
         let denials = r#"sum(lifeguard_webhook_admissions_total{job="lifeguard-webhook",kind="Workspace",decision="denied_maintenance"})"#;
@@ -181,6 +187,7 @@ async fn a_denied_workspace_start_moves_the_webhook_denial_counter() {
 
 #[tokio::test]
 async fn a_recovered_kubelet_rejection_moves_the_controller_counters() {
+    let _lock = support::cluster_lock(false).expect("cluster lock");
     with_namespace("prom-reject", |client, ns| async move {
         apply_crds(&client).await?;
         let rejections = r#"sum(lifeguard_controller_rejections_total{job="lifeguard-controller",reason="NodeAffinity"})"#;
@@ -225,6 +232,7 @@ async fn a_recovered_kubelet_rejection_moves_the_controller_counters() {
 
 #[tokio::test]
 async fn the_probers_checks_are_counted_and_its_verdict_exported() {
+    let _lock = support::cluster_lock(false).expect("cluster lock");
     let checks = r#"sum(lifeguard_prober_checks_total{job="lifeguard-prober"})"#;
     let before = value(checks).unwrap().unwrap_or(0.0);
     // One check interval (5s in the local run) plus a container check (up to its deadline).

@@ -252,6 +252,68 @@ async fn the_probers_checks_are_counted_and_its_verdict_exported() {
     );
 }
 
+/// Polls until `query` selects a series with value `want`.
+async fn wait_value(query: &str, want: f64, timeout: Duration) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let mut last = None;
+    while started.elapsed() < timeout {
+        last = value(query)?;
+        if last == Some(want) {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    bail!("{query} was {last:?}, not {want}, for {timeout:?}")
+}
+
+#[tokio::test]
+async fn a_failing_probe_shows_in_prometheus_and_raises_the_node_alert() {
+    // Exclusive: the node goes unhealthy and is tainted for a few seconds.
+    let _lock = support::cluster_lock(true).expect("cluster lock");
+    let client = lifeguard_e2e::client().await.expect("cluster");
+    support::healthy_start(&client)
+        .await
+        .expect("healthy start");
+    let failures = r#"sum(lifeguard_prober_checks_total{job="lifeguard-prober",check="volume",outcome="failure"})"#;
+    let before = value(failures).unwrap().unwrap_or(0.0);
+    let broken = support::ReadOnlyStorage::new().expect("remount read-only");
+    let seen = async {
+        wait_above(failures, before).await?;
+        wait_value(
+            r#"lifeguard_prober_verdict{job="lifeguard-prober",verdict="unhealthy"}"#,
+            1.0,
+            Duration::from_secs(60),
+        )
+        .await?;
+        // The rule is evaluated (pending: it fires after 2 minutes).
+        wait_value(
+            r#"count(ALERTS{alertname="LifeguardNodeUnhealthy"})"#,
+            1.0,
+            SCRAPE_WAIT,
+        )
+        .await
+    }
+    .await;
+    drop(broken);
+    support::wait_verdict("healthy", Duration::from_secs(60))
+        .await
+        .expect("healthy again");
+    // Other tests need the node schedulable again.
+    support::wait_node(&client, "untainted", Duration::from_secs(15), |n| {
+        !support::tainted(n)
+    })
+    .await
+    .expect("taint removed");
+    seen.unwrap();
+    wait_value(
+        r#"lifeguard_prober_verdict{job="lifeguard-prober",verdict="healthy"}"#,
+        1.0,
+        SCRAPE_WAIT,
+    )
+    .await
+    .unwrap();
+}
+
 #[tokio::test]
 async fn every_dashboard_query_is_valid_promql() {
     let path = concat!(

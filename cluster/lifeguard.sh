@@ -16,7 +16,7 @@ LG_PROBER_INTERVAL=${LG_PROBER_INTERVAL:-5s}
 
 build_lifeguard() {
   step "build lifeguard (release)"
-  cargo build --release --locked -p lifeguard-webhook -p lifeguard-controller -p lifeguard-prober >>"$LG_LOGS/cargo.log" 2>&1 ||
+  cargo build --release --locked -p lifeguard-webhook -p lifeguard-controller -p lifeguard-prober -p lifeguard-cli >>"$LG_LOGS/cargo.log" 2>&1 ||
     die "building lifeguard failed" "$LG_LOGS/cargo.log"
 }
 

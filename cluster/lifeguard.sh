@@ -118,12 +118,14 @@ start_prober() {
     die "applying the prober's RBAC failed" "$LG_LOGS/kubectl.log"
   # The local overlay: the local image, no Service routing (no kube-proxy), so the host
   # network with the API server on 127.0.0.1 (a SAN of its certificate; the service
-  # account's ca.crt is the cluster CA), short intervals, the loop-mounted storage.
+  # account's ca.crt is the cluster CA), short intervals, the loop-mounted storage; only
+  # on the real node (benchmarks add phantom Nodes that would block a rolling update).
   local patch
   patch=$(cat <<JSON
 {"spec": {"template": {"spec": {
   "hostNetwork": true,
   "dnsPolicy": "ClusterFirstWithHostNet",
+  "nodeSelector": {"kubernetes.io/hostname": "$LG_NODE_NAME"},
   "containers": [
     {"name": "workspace-daemon", "image": "$LG_BUSYBOX_IMAGE", "imagePullPolicy": "Never"},
     {"name": "prober", "image": "$LG_PROBER_IMAGE", "imagePullPolicy": "Never",

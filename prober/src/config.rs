@@ -41,7 +41,7 @@ pub struct Config {
     /// Time between runs of each check (jittered by +-10 %).
     #[arg(long, env = "LIFEGUARD_PROBER_INTERVAL", default_value = "30s", value_parser = parse_interval)]
     pub interval: Duration,
-    /// Time before a failed check runs again (default: a third of the interval), so that
+    /// Time before a failed check runs again (default: a fifth of the interval), so that
     /// the failures that make a node unhealthy are confirmed within two intervals.
     #[arg(long, env = "LIFEGUARD_PROBER_RETRY_INTERVAL", value_parser = parse_interval)]
     pub retry_interval: Option<Duration>,
@@ -85,7 +85,7 @@ pub struct Config {
 
 impl Config {
     pub fn retry(&self) -> Duration {
-        self.retry_interval.unwrap_or(self.interval / 3)
+        self.retry_interval.unwrap_or(self.interval / 5)
     }
 
     /// Settings that cannot work together, in words.
@@ -115,7 +115,7 @@ mod tests {
         let config =
             Config::try_parse_from(["lifeguard-prober", "--node-name=n1"]).expect("defaults parse");
         assert_eq!(config.interval, Duration::from_secs(30));
-        assert_eq!(config.retry(), Duration::from_secs(10));
+        assert_eq!(config.retry(), Duration::from_secs(6));
         assert_eq!(config.failure_threshold, 3);
         assert!(!config.taint);
         assert_eq!(config.validate(), Ok(()));

@@ -88,6 +88,12 @@ impl LocalController {
         })
     }
 
+    /// The value after `flag` on the captured command line, if given.
+    pub fn arg_value(&self, flag: &str) -> Option<&str> {
+        let at = self.args.iter().position(|a| a == flag)?;
+        self.args.get(at + 1).map(String::as_str)
+    }
+
     /// Starts the same command again (after the previous one is gone) and records it in
     /// the pid file, so `lifeguard-cluster down` stops it.
     pub fn restart(&mut self) -> anyhow::Result<Child> {

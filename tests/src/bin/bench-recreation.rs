@@ -22,22 +22,15 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use lifeguard_api::Workspace;
 use lifeguard_e2e::{
-    CONTROLLER_PID_FILE, Rejector, apply_crds, node_name, sleeping_workspace, unique_name,
+    LocalController, Rejector, apply_crds, node_name, sleeping_workspace, unique_name,
 };
 use serde_json::json;
 
 fn controller_backoff() -> anyhow::Result<String> {
-    let pid = std::fs::read_to_string(CONTROLLER_PID_FILE)?;
-    let raw = std::fs::read(format!("/proc/{}/cmdline", pid.trim()))?;
-    let args: Vec<String> = raw
-        .split(|b| *b == 0)
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect();
-    Ok(args
-        .iter()
-        .position(|a| a == "--backoff")
-        .and_then(|i| args.get(i + 1).cloned())
-        .unwrap_or_else(|| "15s (default)".into()))
+    let controller = LocalController::capture()?;
+    Ok(controller
+        .arg_value("--backoff")
+        .map_or_else(|| "15s (default)".into(), String::from))
 }
 
 fn rejected(pod: &Pod) -> bool {

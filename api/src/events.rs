@@ -1,10 +1,13 @@
-//! Events about cluster-scoped objects (MaintenanceWindows, Nodes).
+//! Events (`events.k8s.io/v1`) written directly, without kube's `Recorder`, for two reasons:
 //!
-//! kube's `Recorder` writes an `events.k8s.io/v1` Event into the object's namespace, or
-//! `default` for a cluster-scoped one. API servers up to at least 1.20 reject that: a
-//! new-style Event (with `eventTime`) about a cluster-scoped object must live in
-//! `kube-system`. Newer servers accept `kube-system` too, so that is where these go;
-//! `kubectl describe` and `kubectl get events -A` still find them by the regarding object.
+//! - The `Recorder` keeps every Event it published for six minutes, to count repeats into
+//!   a series. lifeguard's Events are one per decision, so repeats are rare. With 10,000
+//!   workspaces starting at once that cache alone held tens of megabytes.
+//! - It puts an Event about a cluster-scoped object into `default`. API servers up to at
+//!   least 1.20 reject that: a new-style Event (with `eventTime`) about a cluster-scoped
+//!   object must be in `kube-system`. Newer servers accept `kube-system` too.
+//!   `kubectl describe` and `kubectl get events -A` still find the Events by the object they
+//!   are about.
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::Event as K8sEvent;
@@ -15,17 +18,19 @@ use kube::runtime::events::{Event, EventType, Reporter};
 /// The namespace every API server accepts new-style Events about cluster-scoped objects in.
 pub const CLUSTER_EVENT_NAMESPACE: &str = "kube-system";
 
-/// Builds the Event (pure, so its shape is tested without a cluster).
-pub fn cluster_scoped_event(
+/// Builds the Event (pure, so its shape is tested without a cluster). A namespaced object's
+/// Event goes into that namespace; a cluster-scoped object's into `kube-system`.
+pub fn build_event(
     reporter: &Reporter,
     regarding: &ObjectReference,
     event: &Event,
     now: jiff::Timestamp,
 ) -> K8sEvent {
     let subject = regarding.name.as_deref().unwrap_or(&reporter.controller);
+    let namespace = regarding.namespace.as_deref().filter(|ns| !ns.is_empty());
     K8sEvent {
         metadata: ObjectMeta {
-            namespace: Some(CLUSTER_EVENT_NAMESPACE.into()),
+            namespace: Some(namespace.unwrap_or(CLUSTER_EVENT_NAMESPACE).into()),
             name: Some(format!("{subject}.{:x}", now.as_nanosecond())),
             ..ObjectMeta::default()
         },
@@ -34,7 +39,7 @@ pub fn cluster_scoped_event(
         note: event.note.clone(),
         event_time: Some(MicroTime(now)),
         regarding: Some(ObjectReference {
-            namespace: None,
+            namespace: namespace.map(str::to_owned),
             ..regarding.clone()
         }),
         related: event.secondary.clone(),
@@ -56,15 +61,20 @@ pub fn cluster_scoped_event(
     }
 }
 
-/// Publishes an Event about a cluster-scoped object.
-pub async fn publish_cluster_scoped(
+/// Publishes an Event about `regarding`; nothing is kept once the API server has it.
+pub async fn publish(
     client: &kube::Client,
     reporter: &Reporter,
     regarding: &ObjectReference,
     event: &Event,
 ) -> Result<(), kube::Error> {
-    let events: Api<K8sEvent> = Api::namespaced(client.clone(), CLUSTER_EVENT_NAMESPACE);
-    let body = cluster_scoped_event(reporter, regarding, event, jiff::Timestamp::now());
+    let body = build_event(reporter, regarding, event, jiff::Timestamp::now());
+    let namespace = body
+        .metadata
+        .namespace
+        .as_deref()
+        .unwrap_or(CLUSTER_EVENT_NAMESPACE);
+    let events: Api<K8sEvent> = Api::namespaced(client.clone(), namespace);
     events.create(&PostParams::default(), &body).await?;
     Ok(())
 }
@@ -73,27 +83,36 @@ pub async fn publish_cluster_scoped(
 mod tests {
     use super::*;
 
-    #[test]
-    fn cluster_scoped_events_live_in_kube_system_and_name_no_namespace() {
-        let reporter = Reporter {
+    fn reporter() -> Reporter {
+        Reporter {
             controller: "lifeguard-controller".into(),
             instance: Some("replica-1".into()),
-        };
+        }
+    }
+
+    fn drained() -> Event {
+        Event {
+            type_: EventType::Warning,
+            reason: "Drained".into(),
+            note: Some("all stopped".into()),
+            action: "Drain".into(),
+            secondary: None,
+        }
+    }
+
+    fn at() -> jiff::Timestamp {
+        jiff::Timestamp::from_second(1_700_000_000).unwrap_or_default()
+    }
+
+    #[test]
+    fn cluster_scoped_events_live_in_kube_system_and_name_no_namespace() {
         let regarding = ObjectReference {
             kind: Some("MaintenanceWindow".into()),
             name: Some("upgrade".into()),
             namespace: Some(String::new()),
             ..ObjectReference::default()
         };
-        let event = Event {
-            type_: EventType::Warning,
-            reason: "Drained".into(),
-            note: Some("all stopped".into()),
-            action: "Drain".into(),
-            secondary: None,
-        };
-        let at = jiff::Timestamp::from_second(1_700_000_000).unwrap_or_default();
-        let built = cluster_scoped_event(&reporter, &regarding, &event, at);
+        let built = build_event(&reporter(), &regarding, &drained(), at());
         assert_eq!(built.metadata.namespace.as_deref(), Some("kube-system"));
         assert!(
             built
@@ -110,5 +129,24 @@ mod tests {
         assert_eq!(built.type_.as_deref(), Some("Warning"));
         assert_eq!(built.reporting_instance.as_deref(), Some("replica-1"));
         assert!(built.event_time.is_some());
+    }
+
+    #[test]
+    fn namespaced_events_live_beside_their_object() {
+        let regarding = ObjectReference {
+            kind: Some("Workspace".into()),
+            name: Some("alice".into()),
+            namespace: Some("team-a".into()),
+            uid: Some("1234".into()),
+            ..ObjectReference::default()
+        };
+        let built = build_event(&reporter(), &regarding, &drained(), at());
+        assert_eq!(built.metadata.namespace.as_deref(), Some("team-a"));
+        let about = built.regarding.unwrap_or_default();
+        assert_eq!(
+            (about.namespace.as_deref(), about.uid.as_deref()),
+            (Some("team-a"), Some("1234"))
+        );
+        assert_eq!(built.reason.as_deref(), Some("Drained"));
     }
 }

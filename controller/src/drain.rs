@@ -24,31 +24,49 @@ pub fn is_done(ws: &Workspace) -> bool {
 }
 
 /// `None` when the window is not draining at `now`.
+/// Folds one page of Workspaces into the plan, so a drain over 10,000 workspaces never
+/// holds them all at once.
+impl DrainPlan {
+    pub fn add(
+        &mut self,
+        window: &CompiledWindow,
+        workspaces: &[Workspace],
+        namespace_labels: &BTreeMap<String, BTreeMap<String, String>>,
+    ) {
+        let empty = BTreeMap::new();
+        for ws in workspaces {
+            let namespace = ws.namespace().unwrap_or_default();
+            let ns_labels = namespace_labels.get(&namespace).unwrap_or(&empty);
+            if ws.metadata.deletion_timestamp.is_some() || !window.covers(ns_labels, ws.labels()) {
+                continue;
+            }
+            if is_done(ws) {
+                continue;
+            }
+            self.remaining += 1;
+            if !ws.annotations().contains_key(DRAINED_BY_ANNOTATION) {
+                self.to_stop.push((namespace, ws.name_any()));
+            }
+        }
+    }
+}
+
+/// Whether `window` drains at `now`; only then is there a plan to build.
+pub fn draining(window: &CompiledWindow, now: Timestamp) -> bool {
+    window.drain && window.active_at(now).is_some()
+}
+
 pub fn plan(
     window: &CompiledWindow,
     workspaces: &[Workspace],
     namespace_labels: &BTreeMap<String, BTreeMap<String, String>>,
     now: Timestamp,
 ) -> Option<DrainPlan> {
-    if !window.drain || window.active_at(now).is_none() {
+    if !draining(window, now) {
         return None;
     }
-    let empty = BTreeMap::new();
     let mut plan = DrainPlan::default();
-    for ws in workspaces {
-        let namespace = ws.namespace().unwrap_or_default();
-        let ns_labels = namespace_labels.get(&namespace).unwrap_or(&empty);
-        if ws.metadata.deletion_timestamp.is_some() || !window.covers(ns_labels, ws.labels()) {
-            continue;
-        }
-        if is_done(ws) {
-            continue;
-        }
-        plan.remaining += 1;
-        if !ws.annotations().contains_key(DRAINED_BY_ANNOTATION) {
-            plan.to_stop.push((namespace, ws.name_any()));
-        }
-    }
+    plan.add(window, workspaces, namespace_labels);
     Some(plan)
 }
 

@@ -5,6 +5,7 @@ pub mod config;
 pub mod drain;
 pub mod finalizers;
 pub mod leader;
+pub mod memory;
 pub mod metrics;
 pub mod plan;
 pub mod podspec;
@@ -30,7 +31,7 @@ use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Config as ControllerConfig;
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use kube::runtime::reflector;
 use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Api, Client};
@@ -80,7 +81,8 @@ async fn count_phases(client: Client, metrics: Metrics) {
     loop {
         tick.tick().await;
         let mut counts = std::collections::BTreeMap::new();
-        let mut params = kube::api::ListParams::default().limit(500);
+        // Small pages: each holds full Workspaces (pod templates and all) while it is counted.
+        let mut params = kube::api::ListParams::default().limit(100);
         loop {
             let page = match api.list(&params).await {
                 Ok(page) => page,
@@ -104,6 +106,7 @@ async fn count_phases(client: Client, metrics: Metrics) {
                             .with_label_values(&[phase.as_str()])
                             .set(n);
                     }
+                    memory::release_free_heap();
                     break;
                 }
             }
@@ -184,7 +187,6 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let context = Arc::new(Context {
         client: client.clone(),
         settings,
-        recorder: Recorder::new(client.clone(), reporter.clone()),
         reporter,
         metrics: metrics.clone(),
     });
@@ -197,13 +199,12 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     )
     .default_backoff()
     .modify(|ws| {
-        // The reconciler reads each Workspace fresh; the cache only has to name it.
-        let meta = &mut ws.metadata;
-        meta.managed_fields = None;
-        meta.annotations = None;
-        meta.labels = None;
-        meta.finalizers = None;
-        meta.owner_references = None;
+        // The reconciler reads each Workspace fresh; the cache only has to name it. Even
+        // uid and resourceVersion go: they would be copied into every cache key too.
+        let meta = std::mem::take(&mut ws.metadata);
+        ws.types = None;
+        ws.metadata.name = meta.name;
+        ws.metadata.namespace = meta.namespace;
     })
     .reflect(writer)
     .touched_objects();

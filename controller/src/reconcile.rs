@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action as Requeue;
-use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::events::{Event, EventType, Reporter};
 use kube::{Resource, ResourceExt};
 use lifeguard_api::names::{POD_FINALIZER, WORKSPACE_FINALIZER, pod_name};
 use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceStatus};
@@ -23,10 +23,8 @@ use crate::podspec;
 pub struct Context {
     pub client: kube::Client,
     pub settings: Settings,
-    pub recorder: Recorder,
-    /// For Events about cluster-scoped objects, which `recorder` cannot place (see
-    /// `lifeguard_api::events`).
-    pub reporter: kube::runtime::events::Reporter,
+    /// Names this replica in Events (`lifeguard_api::events`).
+    pub reporter: Reporter,
     pub metrics: Metrics,
 }
 
@@ -81,7 +79,10 @@ async fn event(ctx: &Context, ws: &Workspace, type_: EventType, reason: &str, no
         action: reason.into(),
         secondary: None,
     };
-    if let Err(error) = ctx.recorder.publish(&event, &ws.object_ref(&())).await {
+    let published =
+        lifeguard_api::events::publish(&ctx.client, &ctx.reporter, &ws.object_ref(&()), &event)
+            .await;
+    if let Err(error) = published {
         tracing::warn!(%error, workspace = %ws.name_any(), "cannot publish event");
     }
 }
@@ -209,7 +210,10 @@ pub async fn reconcile(
                 .max(Duration::from_millis(100));
             return Ok(Requeue::requeue(wait));
         }
-        Action::Idle => return Ok(Requeue::requeue(Duration::from_secs(300))),
+        // Nothing changes for an idle workspace until its Workspace or pod does, and both
+        // are watched. A periodic requeue would keep a scheduler entry per workspace (about
+        // 5 MB with 10,000) and cost a GET pair per workspace every period.
+        Action::Idle => return Ok(Requeue::await_change()),
     }
     Ok(Requeue::requeue(AFTER_WRITE))
 }

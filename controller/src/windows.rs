@@ -27,6 +27,7 @@ use crate::status::set_condition;
 
 const DRAINING_POLL: Duration = Duration::from_secs(2);
 const IDLE_POLL: Duration = Duration::from_secs(300);
+const DRAIN_PAGE: u32 = 200;
 
 fn occurrence(o: Occurrence) -> OccurrenceStatus {
     OccurrenceStatus {
@@ -46,6 +47,23 @@ async fn namespace_labels(
         .into_iter()
         .map(|ns| (ns.name_any(), ns.metadata.labels.unwrap_or_default()))
         .collect())
+}
+
+/// Reads Workspaces a page at a time: a drain re-plans every two seconds, and a full list
+/// of 10,000 workspaces each time would cost tens of megabytes per pass.
+async fn drain_plan(ctx: &Context, window: &CompiledWindow) -> Result<drain::DrainPlan, Error> {
+    let namespaces = namespace_labels(ctx).await?;
+    let api = Api::<Workspace>::all(ctx.client.clone());
+    let mut plan = drain::DrainPlan::default();
+    let mut params = ListParams::default().limit(DRAIN_PAGE);
+    loop {
+        let page = api.list(&params).await?;
+        plan.add(window, &page.items, &namespaces);
+        match page.metadata.continue_ {
+            Some(token) if !token.is_empty() => params = params.continue_token(&token),
+            _ => return Ok(plan),
+        }
+    }
 }
 
 pub async fn reconcile_window(
@@ -101,24 +119,16 @@ pub async fn reconcile_window(
         .unwrap_or(IDLE_POLL);
     let mut requeue = until_change.clamp(Duration::from_secs(1), IDLE_POLL);
 
-    let workspaces = if window.drain && active.is_some() {
-        Api::<Workspace>::all(ctx.client.clone())
-            .list(&ListParams::default())
-            .await?
-            .items
-    } else {
-        Vec::new()
-    };
-    let namespaces = if workspaces.is_empty() {
-        BTreeMap::new()
-    } else {
-        namespace_labels(&ctx).await?
-    };
     let was_drained = status
         .conditions
         .iter()
         .any(|c| c.type_ == "Drained" && c.status == "True");
-    match drain::plan(&window, &workspaces, &namespaces, now) {
+    let plan = if drain::draining(&window, now) {
+        Some(drain_plan(&ctx, &window).await?)
+    } else {
+        None
+    };
+    match plan {
         Some(plan) => {
             for (namespace, ws) in &plan.to_stop {
                 let api: Api<Workspace> = Api::namespaced(ctx.client.clone(), namespace);
@@ -175,13 +185,9 @@ async fn publish(ctx: &Context, mw: &MaintenanceWindow, reason: &str, note: Stri
         action: reason.into(),
         secondary: None,
     };
-    let published = lifeguard_api::events::publish_cluster_scoped(
-        &ctx.client,
-        &ctx.reporter,
-        &mw.object_ref(&()),
-        &event,
-    )
-    .await;
+    let published =
+        lifeguard_api::events::publish(&ctx.client, &ctx.reporter, &mw.object_ref(&()), &event)
+            .await;
     if let Err(error) = published {
         tracing::warn!(%error, window = %mw.name_any(), "cannot publish event");
     }

@@ -312,3 +312,35 @@ fn plan_with_pod(ws: &Workspace, pod: &Pod, now: Timestamp, settings: &Settings)
         Action::Idle
     }
 }
+
+/// Why the controller deletes a workspace's pod, for the Event that says so. Mirrors the
+/// branches of `plan` that return `DeletePod`.
+pub fn deletion_cause(ws: &Workspace, pod: &Pod) -> String {
+    if ws.metadata.deletion_timestamp.is_some() {
+        return "the Workspace is being deleted".into();
+    }
+    if let Some(window) = ws
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(DRAINED_BY_ANNOTATION))
+    {
+        return format!("maintenance window {window} drains it");
+    }
+    match pod_phase(pod) {
+        "Succeeded" | "Failed" if rejection_recorded_for(ws, pod) => {
+            "the kubelet rejected it; nothing ran, so it goes without a grace period".into()
+        }
+        phase @ ("Succeeded" | "Failed") => format!("it ended ({phase})"),
+        phase => format!("it is {phase}"),
+    }
+}
+
+fn rejection_recorded_for(ws: &Workspace, pod: &Pod) -> bool {
+    let recorded = ws
+        .status
+        .as_ref()
+        .and_then(|s| s.last_rejection.as_ref())
+        .and_then(|r| r.pod_uid.as_deref());
+    recorded.is_some() && recorded == pod.metadata.uid.as_deref()
+}

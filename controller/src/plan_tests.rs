@@ -5,7 +5,7 @@ use k8s_openapi::api::core::v1::Pod;
 use lifeguard_api::{Workspace, WorkspacePhase};
 use serde_json::{Value, json};
 
-use crate::plan::{Action, Settings, plan};
+use crate::plan::{Action, Settings, deletion_cause, plan};
 
 const NOW: &str = "2026-12-01T12:00:00Z";
 
@@ -320,4 +320,43 @@ fn giving_up_says_why() {
         "{}",
         failed.message
     );
+}
+
+#[test]
+fn deletion_events_say_why() {
+    let rejection = json!({"phase": "Pending", "lastRejection": {"podUID": "pod-uid-1",
+        "reason": "NodeAffinity", "message": "", "node": "node-1", "time": NOW}});
+    let failed = || pod(json!({"phase": "Failed"}), json!({}));
+    let cases = vec![
+        (
+            "workspace deleted",
+            ws(json!({}), json!({"deletionTimestamp": NOW})),
+            pod(json!({"phase": "Running"}), json!({})),
+            "the Workspace is being deleted",
+        ),
+        (
+            "drained",
+            ws(
+                json!({}),
+                json!({"annotations": {"lifeguard.dev/drained-by": "upgrade"}}),
+            ),
+            pod(json!({"phase": "Running"}), json!({})),
+            "maintenance window upgrade drains it",
+        ),
+        (
+            "rejected",
+            ws(rejection, json!({})),
+            failed(),
+            "the kubelet rejected it; nothing ran, so it goes without a grace period",
+        ),
+        (
+            "ended",
+            ws(json!({}), json!({})),
+            failed(),
+            "it ended (Failed)",
+        ),
+    ];
+    for (what, ws, pod, expected) in cases {
+        assert_eq!(deletion_cause(&ws, &pod), expected, "{what}");
+    }
 }

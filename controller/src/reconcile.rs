@@ -189,15 +189,31 @@ pub async fn reconcile(
                     ..DeleteParams::default()
                 };
                 match pods.delete(&pod.name_any(), &params).await {
-                    Ok(_) => {}
+                    Ok(_) => {
+                        let note = format!(
+                            "deleted pod {}: {}",
+                            pod.name_any(),
+                            crate::plan::deletion_cause(&ws, pod)
+                        );
+                        event(&ctx, &ws, EventType::Normal, "PodDeleted", note).await;
+                    }
                     Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
                     Err(e) => return Err(e.into()),
                 }
             }
         }
         Action::ReleasePod => {
-            let removal = finalizers::remove(&pods, &pod_name(&name), POD_FINALIZER).await;
-            count_removal(&ctx, "Pod", removal?);
+            let removal = finalizers::remove(&pods, &pod_name(&name), POD_FINALIZER).await?;
+            if matches!(removal, Removal::Removed { .. }) {
+                let phase = ws.status.as_ref().and_then(|s| s.phase);
+                let note = format!(
+                    "released pod {}: final state recorded ({}), disposal done",
+                    pod_name(&name),
+                    phase.map_or("unknown", |p| p.as_str())
+                );
+                event(&ctx, &ws, EventType::Normal, "PodReleased", note).await;
+            }
+            count_removal(&ctx, "Pod", removal);
         }
         Action::RemoveWorkspaceFinalizer => {
             let removal = finalizers::remove(&workspaces, &name, WORKSPACE_FINALIZER).await;
@@ -277,6 +293,9 @@ async fn create_pod(
             ctx.settings.max_retries
         );
         event(ctx, ws, EventType::Normal, "Recreating", note).await;
+    } else {
+        let note = format!("created pod {}", pod_name(&ws.name_any()));
+        event(ctx, ws, EventType::Normal, "PodCreated", note).await;
     }
     write_status(workspaces, ws, &status).await?;
     Ok(Requeue::requeue(AFTER_WRITE))

@@ -41,6 +41,24 @@ fn phase(ws: &Workspace) -> Option<WorkspacePhase> {
     ws.status.as_ref().and_then(|s| s.phase)
 }
 
+/// Reasons of the Events recorded about Workspace `name`, oldest first.
+async fn event_reasons(client: &Client, ns: &str, name: &str) -> anyhow::Result<Vec<String>> {
+    let events: Api<Event> = Api::namespaced(client.clone(), ns);
+    let mut about: Vec<Event> = events
+        .list(&Default::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.regarding.as_ref().is_some_and(|r| {
+                r.kind.as_deref() == Some("Workspace") && r.name.as_deref() == Some(name)
+            })
+        })
+        .collect();
+    about.sort_by_key(|e| e.event_time.clone().map(|t| t.0));
+    Ok(about.into_iter().filter_map(|e| e.reason).collect())
+}
+
 async fn rejector(client: &Client) -> anyhow::Result<Rejector> {
     let node = node_name(client).await?;
     Ok(Rejector::new(
@@ -83,6 +101,11 @@ async fn workspace_runs_with_a_finalized_pod() {
                 .finalizers
                 .unwrap_or_default()
                 .contains(&"lifeguard.dev/disposal".to_string())
+        );
+        assert_eq!(
+            event_reasons(&client, &ns, "alice").await?,
+            vec!["PodCreated"],
+            "`kubectl describe workspace alice` says the pod was created"
         );
         Ok(())
     })
@@ -140,6 +163,19 @@ async fn rejected_pod_comes_back_with_the_same_name() {
                 .map(String::as_str),
             Some("1")
         );
+        let reasons = event_reasons(&client, &ns, "bob").await?;
+        for expected in [
+            "PodCreated",
+            "PodRejected",
+            "PodReleased",
+            "PodDeleted",
+            "Recreating",
+        ] {
+            assert!(
+                reasons.iter().any(|r| r == expected),
+                "Event {expected} in {reasons:?}"
+            );
+        }
         Ok(())
     })
     .await;

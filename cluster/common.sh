@@ -32,3 +32,19 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" \
     >>"$LG_LOGS/apt.log" 2>&1 || die "apt-get install ${missing[*]} failed" "$LG_LOGS/apt.log"
 }
+
+# Compiled dependencies are kept outside the work tree, so a fresh clone builds quickly.
+# Cargo records a workspace member's sources by path relative to the checkout and judges
+# them by mtime, so after another checkout built into the same directory it would take
+# that checkout's binaries for this one's. When the checkout changes, lifeguard's own
+# sources are touched so they are rebuilt; dependencies stay cached.
+use_shared_target_dir() {
+  export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$LG_CACHE/cargo-target}
+  mkdir -p "$CARGO_TARGET_DIR"
+  local stamp="$CARGO_TARGET_DIR/.lifeguard-checkout" here
+  here=$(pwd -P)
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$here" ]; then
+    find api webhook controller prober cli tests -name '*.rs' -exec touch {} +
+    printf '%s\n' "$here" >"$stamp"
+  fi
+}

@@ -4,7 +4,8 @@
 //!
 //!   cargo run --release -p lifeguard-e2e --bin bench-controller-rss -- [N] [CONTROLLER_PID]
 //!
-//! Prints the controller's RSS before, once every pod exists, and after a quiet minute.
+//! Prints the controller's RSS before, once every pod exists, its median and maximum over
+//! the following quiet minute, and its peak since it started.
 
 use std::time::{Duration, Instant};
 
@@ -19,15 +20,20 @@ const NAMESPACE: &str = "lifeguard-bench-rss";
 const NODE: &str = "lifeguard-bench-phantom";
 const PID_FILE: &str = "/run/lifeguard-cluster/lifeguard-controller.pid";
 
-fn rss_mib(pid: u32) -> anyhow::Result<f64> {
+/// A `/proc/<pid>/status` memory field (`VmRSS`, `VmHWM`) in MiB.
+fn status_mib(pid: u32, field: &str) -> anyhow::Result<f64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     let kib: f64 = status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.split_whitespace().next())
-        .context("no VmRSS")?
+        .with_context(|| format!("no {field} in /proc/{pid}/status"))?
         .parse()?;
     Ok(kib / 1024.0)
+}
+
+fn rss_mib(pid: u32) -> anyhow::Result<f64> {
+    status_mib(pid, "VmRSS")
 }
 
 async fn count_pods(pods: &Api<Pod>) -> anyhow::Result<usize> {
@@ -119,10 +125,18 @@ async fn main() -> anyhow::Result<()> {
         "controller RSS with {n} workspaces and pods: {:.1} MiB",
         rss_mib(pid)?
     );
-    tokio::time::sleep(Duration::from_secs(60)).await;
+    // Periodic passes (sweep, phase count) allocate for a moment; sample the whole minute.
+    let mut samples = Vec::new();
+    for _ in 0..30 {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        samples.push(rss_mib(pid)?);
+    }
+    samples.sort_by(f64::total_cmp);
     println!(
-        "controller RSS after a quiet minute: {:.1} MiB",
-        rss_mib(pid)?
+        "controller RSS over the next quiet minute (30 samples): median {:.1} MiB, max {:.1} MiB; peak since start (VmHWM) {:.1} MiB",
+        samples[samples.len() / 2],
+        samples[samples.len() - 1],
+        status_mib(pid, "VmHWM")?
     );
 
     if std::env::var_os("KEEP").is_none() {

@@ -18,6 +18,23 @@ use kube::runtime::events::{Event, EventType, Reporter};
 /// The namespace every API server accepts new-style Events about cluster-scoped objects in.
 pub const CLUSTER_EVENT_NAMESPACE: &str = "kube-system";
 
+/// The API server refuses an Event whose note is longer than this many bytes.
+pub const MAX_NOTE_BYTES: usize = 1024;
+
+/// Cuts `note` to what the API server accepts, on a character boundary, marking the cut, so
+/// a long user-written message (a maintenance window's, say) does not lose the whole Event.
+pub fn fit_note(note: &str) -> String {
+    if note.len() <= MAX_NOTE_BYTES {
+        return note.to_owned();
+    }
+    const MARK: &str = "…";
+    let mut end = MAX_NOTE_BYTES - MARK.len();
+    while !note.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{MARK}", &note[..end])
+}
+
 /// Builds the Event (pure, so its shape is tested without a cluster). A namespaced object's
 /// Event goes into that namespace; a cluster-scoped object's into `kube-system`.
 pub fn build_event(
@@ -36,7 +53,7 @@ pub fn build_event(
         },
         action: Some(event.action.clone()),
         reason: Some(event.reason.clone()),
-        note: event.note.clone(),
+        note: event.note.as_deref().map(fit_note),
         event_time: Some(MicroTime(now)),
         regarding: Some(ObjectReference {
             namespace: namespace.map(str::to_owned),
@@ -129,6 +146,38 @@ mod tests {
         assert_eq!(built.type_.as_deref(), Some("Warning"));
         assert_eq!(built.reporting_instance.as_deref(), Some("replica-1"));
         assert!(built.event_time.is_some());
+    }
+
+    #[test]
+    fn long_notes_are_cut_to_what_the_api_server_accepts() {
+        let cases = [
+            (
+                "short",
+                "window upgrade".to_owned(),
+                "window upgrade".to_owned(),
+            ),
+            ("exactly the limit", "a".repeat(1024), "a".repeat(1024)),
+            (
+                "ascii over",
+                "a".repeat(2000),
+                format!("{}…", "a".repeat(1021)),
+            ),
+            // 'é' is two bytes: the cut must not split one.
+            (
+                "multibyte over",
+                "é".repeat(600),
+                format!("{}…", "é".repeat(510)),
+            ),
+        ];
+        for (what, note, expected) in cases {
+            let fitted = fit_note(&note);
+            assert!(
+                fitted.len() <= MAX_NOTE_BYTES,
+                "{what}: {} bytes",
+                fitted.len()
+            );
+            assert_eq!(fitted, expected, "{what}");
+        }
     }
 
     #[test]

@@ -9,9 +9,10 @@ use std::time::Duration;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{Node, ObjectReference};
 use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::runtime::events::{Event as RuntimeEvent, EventType, Reporter};
 use kube::{Client, Resource};
+use lifeguard_api::events::{self, CLUSTER_EVENT_NAMESPACE};
 use serde_json::json;
 use tokio::sync::watch;
 
@@ -24,7 +25,6 @@ const RETRY: Duration = Duration::from_secs(5);
 const CONFLICT_RETRIES: u32 = 5;
 /// Events about a cluster-scoped object must live in kube-system on Kubernetes 1.20
 /// (later versions also accept default); `kubectl describe node` finds them anywhere.
-const EVENT_NAMESPACE: &str = "kube-system";
 const REPORTING_CONTROLLER: &str = "lifeguard.dev/prober";
 
 /// What the checks publish to the reporter.
@@ -77,7 +77,7 @@ impl NodeReporter {
             },
             taint,
             heartbeat,
-            events: Api::namespaced(client, EVENT_NAMESPACE),
+            events: Api::namespaced(client, CLUSTER_EVENT_NAMESPACE),
             instance: instance.unwrap_or_else(|| format!("lifeguard-prober-{node}")),
             loaded: false,
             shown: None,
@@ -198,25 +198,22 @@ impl NodeReporter {
     }
 
     async fn publish(&self, reason: &str, warning: bool, note: &str) {
-        // Written directly rather than through kube's Recorder, which puts events about
-        // cluster-scoped objects in `default`, refused by 1.20.
-        let now = Timestamp::now();
-        let event = Event {
-            // Named like client-go names events (1.20 refuses a generateName ending in '.').
-            metadata: kube::api::ObjectMeta {
-                name: Some(format!("{}.{:x}", self.node, now.as_nanosecond())),
-                ..Default::default()
-            },
-            event_time: Some(MicroTime(now)),
-            type_: Some(if warning { "Warning" } else { "Normal" }.into()),
-            reason: Some(reason.into()),
-            note: Some(note.chars().take(1000).collect()),
-            action: Some("Probe".into()),
-            regarding: Some(self.node_ref.clone()),
-            reporting_controller: Some(REPORTING_CONTROLLER.into()),
-            reporting_instance: Some(self.instance.clone()),
-            ..Default::default()
+        let reporter = Reporter {
+            controller: REPORTING_CONTROLLER.into(),
+            instance: Some(self.instance.clone()),
         };
+        let decision = RuntimeEvent {
+            type_: if warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: reason.into(),
+            note: Some(note.into()),
+            action: "Probe".into(),
+            secondary: None,
+        };
+        let event = events::build_event(&reporter, &self.node_ref, &decision, Timestamp::now());
         match tokio::time::timeout(
             CALL_BUDGET,
             self.events.create(&PostParams::default(), &event),

@@ -74,6 +74,7 @@ prober_storage() {
     fi
     mount -o loop "$img" "$LG_PROBER_STORAGE" >>"$LG_LOGS/prober-storage.log" 2>&1 ||
       die "mounting the workspace storage failed" "$LG_LOGS/prober-storage.log"
+    LG_PROBER_STORAGE_MOUNTED_NOW=1
   fi
   # An interrupted test may have left it frozen or read-only.
   fsfreeze -u "$LG_PROBER_STORAGE" 2>/dev/null || true
@@ -141,6 +142,19 @@ JSON
 )
   kubectl patch --local -f manifests/prober/daemonset.yaml --type strategic -p "$patch" -o yaml 2>>"$LG_LOGS/kubectl.log" |
     kubectl apply -f - >>"$LG_LOGS/kubectl.log" 2>&1 || die "applying the prober's DaemonSet failed" "$LG_LOGS/kubectl.log"
+  # After `down` and `up` the kubelet restarts the kept prober pod before the storage is
+  # mounted again, binding the bare directory underneath: that pod would probe the wrong
+  # filesystem. A fresh pod binds the mounted one.
+  if [ -n "${LG_PROBER_STORAGE_MOUNTED_NOW:-}" ]; then
+    kubectl -n lifeguard-system delete pods -l app.kubernetes.io/name=lifeguard-workspace-node \
+      --ignore-not-found --timeout=60s >>"$LG_LOGS/kubectl.log" 2>&1 || true
+    local ready_by=$((SECONDS + 120))
+    until [ "$(kubectl -n lifeguard-system get pods -l app.kubernetes.io/name=lifeguard-workspace-node \
+      -o jsonpath='{.items[*].status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ] ||
+      [ $SECONDS -ge $ready_by ]; do
+      sleep 1
+    done
+  fi
   if ! kubectl -n lifeguard-system rollout status daemonset/lifeguard-workspace-node --timeout=180s \
     >>"$LG_LOGS/kubectl.log" 2>&1; then
     kubectl -n lifeguard-system logs daemonset/lifeguard-workspace-node -c prober --tail=50 \

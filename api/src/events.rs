@@ -1,4 +1,5 @@
-//! Events (`events.k8s.io/v1`) written directly, without kube's `Recorder`, for two reasons:
+//! Events (`events.k8s.io/v1`) written directly, without kube's `Recorder`, by the controller
+//! and the prober, for two reasons:
 //!
 //! - The `Recorder` keeps every Event it published for six minutes, to count repeats into
 //!   a series. lifeguard's Events are one per decision, so repeats are rare. With 10,000

@@ -50,9 +50,11 @@ pub enum Action {
     RecordRejection(Box<WorkspaceStatus>),
     /// The workspace has used up its retries.
     GiveUp(Box<WorkspaceStatus>),
-    /// Delete the pod; `Some(0)` for rejected pods, where nothing ran.
+    /// Delete the pod; `Some(0)` for rejected pods, where nothing ran. `cause` says why,
+    /// for the Event.
     DeletePod {
         grace_seconds: Option<i64>,
+        cause: String,
     },
     /// Remove our finalizer from the pod (final state recorded, disposal done).
     ReleasePod,
@@ -63,12 +65,13 @@ pub enum Action {
     Idle,
 }
 
-/// A `drain: true` window asked this workspace to stop.
-fn drained(ws: &Workspace) -> bool {
+/// The `drain: true` window that asked this workspace to stop, if one did.
+fn drained_by(ws: &Workspace) -> Option<&str> {
     ws.metadata
         .annotations
         .as_ref()
-        .is_some_and(|a| a.contains_key(DRAINED_BY_ANNOTATION))
+        .and_then(|a| a.get(DRAINED_BY_ANNOTATION))
+        .map(String::as_str)
 }
 
 fn has_finalizer(finalizers: Option<&Vec<String>>, name: &str) -> bool {
@@ -261,12 +264,13 @@ fn plan_with_pod(ws: &Workspace, pod: &Pod, now: Timestamp, settings: &Settings)
         if !pod_deleting {
             return Action::DeletePod {
                 grace_seconds: Some(0),
+                cause: REJECTED_CAUSE.into(),
             };
         }
         return Action::Idle;
     }
 
-    let ws_deleting = ws.metadata.deletion_timestamp.is_some() || drained(ws);
+    let ws_deleting = ws.metadata.deletion_timestamp.is_some() || drained_by(ws).is_some();
     let phase = pod_phase(pod);
     let terminal = matches!(phase, "Succeeded" | "Failed");
     if ws_deleting || pod_deleting || terminal {
@@ -282,6 +286,7 @@ fn plan_with_pod(ws: &Workspace, pod: &Pod, now: Timestamp, settings: &Settings)
         if !pod_deleting {
             return Action::DeletePod {
                 grace_seconds: None,
+                cause: stop_cause(ws, phase),
             };
         }
         if ours {
@@ -313,34 +318,17 @@ fn plan_with_pod(ws: &Workspace, pod: &Pod, now: Timestamp, settings: &Settings)
     }
 }
 
-/// Why the controller deletes a workspace's pod, for the Event that says so. Mirrors the
-/// branches of `plan` that return `DeletePod`.
-pub fn deletion_cause(ws: &Workspace, pod: &Pod) -> String {
+const REJECTED_CAUSE: &str =
+    "the kubelet rejected it; nothing ran, so it goes without a grace period";
+
+/// Why a pod that was not rejected is stopped: its Workspace is deleted or drained, or
+/// the pod has ended (the only other way `plan_with_pod` gets to a graceful delete).
+pub(crate) fn stop_cause(ws: &Workspace, phase: &str) -> String {
     if ws.metadata.deletion_timestamp.is_some() {
         return "the Workspace is being deleted".into();
     }
-    if let Some(window) = ws
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(DRAINED_BY_ANNOTATION))
-    {
-        return format!("maintenance window {window} drains it");
+    match drained_by(ws) {
+        Some(window) => format!("maintenance window {window} drains it"),
+        None => format!("it ended ({phase})"),
     }
-    match pod_phase(pod) {
-        "Succeeded" | "Failed" if rejection_recorded_for(ws, pod) => {
-            "the kubelet rejected it; nothing ran, so it goes without a grace period".into()
-        }
-        phase @ ("Succeeded" | "Failed") => format!("it ended ({phase})"),
-        phase => format!("it is {phase}"),
-    }
-}
-
-fn rejection_recorded_for(ws: &Workspace, pod: &Pod) -> bool {
-    let recorded = ws
-        .status
-        .as_ref()
-        .and_then(|s| s.last_rejection.as_ref())
-        .and_then(|r| r.pod_uid.as_deref());
-    recorded.is_some() && recorded == pod.metadata.uid.as_deref()
 }

@@ -5,7 +5,7 @@ use k8s_openapi::api::core::v1::Pod;
 use lifeguard_api::{Workspace, WorkspacePhase};
 use serde_json::{Value, json};
 
-use crate::plan::{Action, Settings, deletion_cause, plan};
+use crate::plan::{Action, Settings, plan, stop_cause};
 
 const NOW: &str = "2026-12-01T12:00:00Z";
 
@@ -128,7 +128,7 @@ fn next_action() {
             "released rejected pod is deleted at once",
             ws(recorded("pod-uid-1"), json!({})),
             Some(rejected_pod("pod-uid-1", json!({"finalizers": []}))),
-            "DeletePod { grace_seconds: Some(0) }".into(),
+            "DeletePod { grace_seconds: Some(0), cause: \"the kubelet rejected it; nothing ran, so it goes without a grace period\" }".into(),
         ),
         (
             "deleting rejected pod: wait for it",
@@ -201,7 +201,7 @@ fn next_action() {
                 json!({"deletionTimestamp": NOW}),
             ),
             Some(running_pod.clone()),
-            "DeletePod { grace_seconds: None }".into(),
+            "DeletePod { grace_seconds: None, cause: \"the Workspace is being deleted\" }".into(),
         ),
         (
             "workspace deleted: record Stopping first",
@@ -324,14 +324,12 @@ fn giving_up_says_why() {
 
 #[test]
 fn deletion_events_say_why() {
-    let rejection = json!({"phase": "Pending", "lastRejection": {"podUID": "pod-uid-1",
-        "reason": "NodeAffinity", "message": "", "node": "node-1", "time": NOW}});
-    let failed = || pod(json!({"phase": "Failed"}), json!({}));
+    // The rejected case is a row of the plan table above (`DeletePod { .., cause }`).
     let cases = vec![
         (
             "workspace deleted",
             ws(json!({}), json!({"deletionTimestamp": NOW})),
-            pod(json!({"phase": "Running"}), json!({})),
+            "Running",
             "the Workspace is being deleted",
         ),
         (
@@ -340,23 +338,17 @@ fn deletion_events_say_why() {
                 json!({}),
                 json!({"annotations": {"lifeguard.dev/drained-by": "upgrade"}}),
             ),
-            pod(json!({"phase": "Running"}), json!({})),
+            "Running",
             "maintenance window upgrade drains it",
-        ),
-        (
-            "rejected",
-            ws(rejection, json!({})),
-            failed(),
-            "the kubelet rejected it; nothing ran, so it goes without a grace period",
         ),
         (
             "ended",
             ws(json!({}), json!({})),
-            failed(),
+            "Failed",
             "it ended (Failed)",
         ),
     ];
-    for (what, ws, pod, expected) in cases {
-        assert_eq!(deletion_cause(&ws, &pod), expected, "{what}");
+    for (what, ws, phase, expected) in cases {
+        assert_eq!(stop_cause(&ws, phase), expected, "{what}");
     }
 }

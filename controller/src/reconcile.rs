@@ -177,7 +177,10 @@ pub async fn reconcile(
                 .unwrap_or_default();
             event(&ctx, &ws, EventType::Warning, "GaveUp", note).await;
         }
-        Action::DeletePod { grace_seconds } => {
+        Action::DeletePod {
+            grace_seconds,
+            cause,
+        } => {
             if let Some(pod) = &pod {
                 // The UID precondition makes sure a replacement of the same name is never hit.
                 let params = DeleteParams {
@@ -190,11 +193,7 @@ pub async fn reconcile(
                 };
                 match pods.delete(&pod.name_any(), &params).await {
                     Ok(_) => {
-                        let note = format!(
-                            "deleted pod {}: {}",
-                            pod.name_any(),
-                            crate::plan::deletion_cause(&ws, pod)
-                        );
+                        let note = format!("deleted pod {}: {cause}", pod.name_any());
                         event(&ctx, &ws, EventType::Normal, "PodDeleted", note).await;
                     }
                     Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}

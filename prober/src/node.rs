@@ -23,8 +23,6 @@ use crate::verdict::{Judgement, Verdict};
 const CALL_BUDGET: Duration = Duration::from_secs(10);
 const RETRY: Duration = Duration::from_secs(5);
 const CONFLICT_RETRIES: u32 = 5;
-/// Events about a cluster-scoped object must live in kube-system on Kubernetes 1.20
-/// (later versions also accept default); `kubectl describe node` finds them anywhere.
 const REPORTING_CONTROLLER: &str = "lifeguard.dev/prober";
 
 /// What the checks publish to the reporter.
@@ -41,7 +39,8 @@ pub struct NodeReporter {
     taint: bool,
     heartbeat: SignedDuration,
     events: Api<Event>,
-    instance: String,
+    /// Who the node Events say reported them.
+    reporter: Reporter,
     loaded: bool,
     node_ref: ObjectReference,
     shown: Option<Shown>,
@@ -78,7 +77,10 @@ impl NodeReporter {
             taint,
             heartbeat,
             events: Api::namespaced(client, CLUSTER_EVENT_NAMESPACE),
-            instance: instance.unwrap_or_else(|| format!("lifeguard-prober-{node}")),
+            reporter: Reporter {
+                controller: REPORTING_CONTROLLER.into(),
+                instance: Some(instance.unwrap_or_else(|| format!("lifeguard-prober-{node}"))),
+            },
             loaded: false,
             shown: None,
             last_definitive: None,
@@ -198,10 +200,6 @@ impl NodeReporter {
     }
 
     async fn publish(&self, reason: &str, warning: bool, note: &str) {
-        let reporter = Reporter {
-            controller: REPORTING_CONTROLLER.into(),
-            instance: Some(self.instance.clone()),
-        };
         let decision = RuntimeEvent {
             type_: if warning {
                 EventType::Warning
@@ -213,7 +211,8 @@ impl NodeReporter {
             action: "Probe".into(),
             secondary: None,
         };
-        let event = events::build_event(&reporter, &self.node_ref, &decision, Timestamp::now());
+        let event =
+            events::build_event(&self.reporter, &self.node_ref, &decision, Timestamp::now());
         match tokio::time::timeout(
             CALL_BUDGET,
             self.events.create(&PostParams::default(), &event),

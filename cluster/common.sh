@@ -20,7 +20,8 @@ apt_updated=""
 apt_install() {
   local missing=() p
   for p in "$@"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+    # Not `| grep -q`: under pipefail an early-exiting grep can fail the pipeline by SIGPIPE.
+    [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) == *"install ok installed"* ]] || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
   if [ -z "$apt_updated" ]; then

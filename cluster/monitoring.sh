@@ -60,5 +60,5 @@ prometheus_targets_up() {
   local out
   out=$(curl -fsS "http://$LG_PROMETHEUS_ADDR/api/v1/query" \
     --data-urlencode 'query=count(up{job=~"lifeguard-.*"} == 1)') || return 1
-  printf '%s' "$out" | grep -q '"value":\[[0-9.]*,"3"\]'
+  grep -q '"value":\[[0-9.]*,"3"\]' <<<"$out"
 }

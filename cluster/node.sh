@@ -79,6 +79,7 @@ ensure_node_address() {
     ip link add lg-node0 type bridge || die "cannot create the lg-node0 interface"
   fi
   ip link set lg-node0 up
-  ip addr show dev lg-node0 | grep -q "inet $LG_NODE_IP/" ||
-    ip addr add "$LG_NODE_IP/32" dev lg-node0 || die "cannot add $LG_NODE_IP to lg-node0"
+  # `replace` is idempotent: a bridge kept from an earlier run (the kernel's network state
+  # outlives a clean checkout) already carries the address, and `add` would fail on it.
+  ip addr replace "$LG_NODE_IP/32" dev lg-node0 || die "cannot add $LG_NODE_IP to lg-node0"
 }

@@ -94,7 +94,9 @@ wait_node_ready() {
   wait_for "node $LG_NODE_NAME" 180 "$LG_LOGS/kubelet.log" kubelet node_ready
   # The kubelet registers with this taint and the node-lifecycle controller would lift it;
   # that controller is off here, because on one node its evictions only disturb tests.
-  if kc get node "$LG_NODE_NAME" -o jsonpath='{.spec.taints[*].key}' | grep -q node.kubernetes.io/not-ready; then
+  local taints
+  taints=$(kc get node "$LG_NODE_NAME" -o jsonpath='{.spec.taints[*].key}')
+  if [[ $taints == *node.kubernetes.io/not-ready* ]]; then
     kc taint node "$LG_NODE_NAME" node.kubernetes.io/not-ready- >>"$LG_LOGS/kubectl.log" 2>&1 ||
       die "removing the not-ready taint failed" "$LG_LOGS/kubectl.log"
   fi

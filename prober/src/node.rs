@@ -8,11 +8,10 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{Node, ObjectReference};
-use k8s_openapi::api::events::v1::Event;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event as RuntimeEvent, EventType, Reporter};
 use kube::{Client, Resource};
-use lifeguard_api::events::{self, CLUSTER_EVENT_NAMESPACE};
+use lifeguard_api::events;
 use serde_json::json;
 use tokio::sync::watch;
 
@@ -38,7 +37,8 @@ pub struct NodeReporter {
     node: String,
     taint: bool,
     heartbeat: SignedDuration,
-    events: Api<Event>,
+    /// For the node Events (`lifeguard_api::events::publish`).
+    client: Client,
     /// Who the node Events say reported them.
     reporter: Reporter,
     loaded: bool,
@@ -76,7 +76,7 @@ impl NodeReporter {
             },
             taint,
             heartbeat,
-            events: Api::namespaced(client, CLUSTER_EVENT_NAMESPACE),
+            client,
             reporter: Reporter {
                 controller: REPORTING_CONTROLLER.into(),
                 instance: Some(instance.unwrap_or_else(|| format!("lifeguard-prober-{node}"))),
@@ -211,11 +211,9 @@ impl NodeReporter {
             action: "Probe".into(),
             secondary: None,
         };
-        let event =
-            events::build_event(&self.reporter, &self.node_ref, &decision, Timestamp::now());
         match tokio::time::timeout(
             CALL_BUDGET,
-            self.events.create(&PostParams::default(), &event),
+            events::publish(&self.client, &self.reporter, &self.node_ref, &decision),
         )
         .await
         {

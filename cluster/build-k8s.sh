@@ -9,7 +9,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/config.sh"
 k8s_deb_version=$LG_K8S_VERSION
 bin_dir=$LG_K8S_BIN
-wanted=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
+wanted=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
 
 have_all() {
   local b
@@ -62,11 +62,11 @@ rm -rf "$work/src/vendor/github.com/modern-go/reflect2"
 mkdir -p "$work/src/vendor/github.com/modern-go/reflect2"
 find "$reflect2_src" -maxdepth 1 -name '*.go' ! -name '*_test.go' -exec cp {} "$work/src/vendor/github.com/modern-go/reflect2/" \;
 
-step "build kube-apiserver, kube-controller-manager, kube-scheduler, kubelet (about 10 min)"
+step "build kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy (about 12 min)"
 (
   cd "$work/src"
   export PATH="/usr/lib/go-1.19/bin:$PATH" GOFLAGS=-mod=vendor GOCACHE="$LG_CACHE/go-build"
-  make WHAT="cmd/kube-apiserver cmd/kube-controller-manager cmd/kube-scheduler cmd/kubelet"
+  make WHAT="cmd/kube-apiserver cmd/kube-controller-manager cmd/kube-scheduler cmd/kubelet cmd/kube-proxy"
 ) >>"$LG_LOGS/build-k8s.log" 2>&1 || die "kubernetes build failed" "$LG_LOGS/build-k8s.log"
 
 mkdir -p "$bin_dir"

@@ -24,7 +24,7 @@ CFG
   "cniVersion": "0.4.0",
   "name": "lifeguard",
   "plugins": [
-    {"type": "bridge", "bridge": "lg-cni0", "isGateway": true, "ipMasq": false,
+    {"type": "bridge", "bridge": "lg-cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
      "ipam": {"type": "host-local", "ranges": [[{"subnet": "$LG_POD_CIDR"}]],
               "dataDir": "$LG_STATE/cni/ipam"}},
     {"type": "loopback"}

@@ -39,6 +39,8 @@ subjectAltName=IP:127.0.0.1,IP:$LG_NODE_IP,IP:$LG_SERVICE_IP,DNS:localhost,DNS:k
   issue_cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "$client"
   issue_cert controller-manager "/CN=system:kube-controller-manager" "$client"
   issue_cert scheduler "/CN=system:kube-scheduler" "$client"
+  # system:kube-proxy is bound to the built-in system:node-proxier ClusterRole.
+  issue_cert kube-proxy "/CN=system:kube-proxy" "$client"
   issue_cert kubelet-client "/O=system:nodes/CN=system:node:$LG_NODE_NAME" "$client"
   issue_cert kubelet "/CN=$LG_NODE_NAME" "$server
 subjectAltName=IP:$LG_NODE_IP,IP:127.0.0.1,DNS:$LG_NODE_NAME,DNS:localhost"

@@ -53,9 +53,11 @@ start_control_plane() {
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-cluster-ip-range "$LG_SERVICE_CIDR" --authorization-mode Node,RBAC \
     --enable-admission-plugins NamespaceLifecycle,LimitRanger,ServiceAccount,DefaultStorageClass,ResourceQuota,NodeRestriction,MutatingAdmissionWebhook,ValidatingAdmissionWebhook \
-    --endpoint-reconciler-type none --allow-privileged=true --profiling=false --event-ttl 1h
+    --allow-privileged=true --profiling=false --event-ttl 1h
   wait_for "kube-apiserver" 120 "$LG_LOGS/kube-apiserver.log" kube-apiserver kc get --raw /readyz
 
+  # The default (lease) endpoint reconciler publishes $LG_NODE_IP:$LG_API_PORT as the
+  # endpoint of the `kubernetes` Service, so pods reach the API server through it.
   step "start kube-controller-manager and kube-scheduler"
   start kube-controller-manager "$bin/kube-controller-manager" \
     --kubeconfig "$LG_STATE/controller-manager.kubeconfig" \
@@ -83,6 +85,21 @@ start_node() {
     --hostname-override "$LG_NODE_NAME" --node-ip "$LG_NODE_IP" \
     --root-dir "$LG_STATE/kubelet/root" --cert-dir "$LG_STATE/kubelet/pki" \
     --node-labels lifeguard.dev/local-cluster=true
+}
+
+# kube-proxy in iptables mode makes Service IPs route: pods reach the API server through
+# the `kubernetes` Service, and the API server reaches the webhook through its Service.
+start_kube_proxy() {
+  step "start kube-proxy (iptables mode)"
+  # Pods on one node's bridge reach pods of another bridge, and Service DNAT on the host
+  # forwards between them.
+  sysctl -qw net.ipv4.ip_forward=1 >>"$LG_LOGS/kube-proxy.log" 2>&1 ||
+    die "cannot enable IPv4 forwarding" "$LG_LOGS/kube-proxy.log"
+  start kube-proxy "$LG_K8S_BIN/kube-proxy" --kubeconfig "$LG_STATE/kube-proxy.kubeconfig" \
+    --proxy-mode iptables --hostname-override "$LG_NODE_NAME" --cluster-cidr "$LG_CLUSTER_CIDR" \
+    --healthz-bind-address 127.0.0.1:10256 --metrics-bind-address 127.0.0.1:10249 \
+    --conntrack-max-per-core 0 --iptables-sync-period 10s
+  wait_for "kube-proxy" 60 "$LG_LOGS/kube-proxy.log" kube-proxy curl -fsS http://127.0.0.1:10256/healthz
 }
 
 node_ready() {
@@ -123,8 +140,11 @@ stop_all() {
   for p in "$LG_RUN"/lifeguard-*.pid; do
     [ -e "$p" ] && stop_process "$(basename "$p" .pid)"
   done
-  step "stop kubelet"
+  step "stop kubelet and kube-proxy"
   stop_process kubelet
+  stop_process kube-proxy
+  # Drop the Service rules, so a stopped cluster leaves no NAT behind.
+  [ -x "$LG_K8S_BIN/kube-proxy" ] && "$LG_K8S_BIN/kube-proxy" --cleanup >>"$LG_LOGS/kube-proxy.log" 2>&1 || true
   step "stop containers and containerd"
   # Shims outlive containerd by design; killing them ends the containers they hold.
   pkill -9 -f "containerd-shim-runc-v2 .*-address $LG_CONTAINERD_SOCK" 2>/dev/null || true
@@ -146,7 +166,7 @@ stop_all() {
 
 show_status() {
   local c rc=0
-  for c in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet; do
+  for c in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy; do
     if running "$c"; then
       printf '%-24s running (pid %s)\n' "$c" "$(pid_of "$c")"
     else

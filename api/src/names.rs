@@ -23,6 +23,11 @@ pub const START_ANNOTATION: &str = "lifeguard.dev/start";
 /// window's name). The workspace is stopped gracefully and not started again.
 pub const DRAINED_BY_ANNOTATION: &str = "lifeguard.dev/drained-by";
 
+/// The Node condition the prober keeps up to date with its verdict.
+pub const NODE_CONDITION: &str = "LifeguardProbesHealthy";
+/// The `NoSchedule` taint the prober may put on its unhealthy node.
+pub const NODE_TAINT_KEY: &str = "lifeguard.dev/unhealthy";
+
 /// Prefix of every Prometheus metric lifeguard exports.
 pub const METRIC_PREFIX: &str = "lifeguard_";
 

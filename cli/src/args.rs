@@ -41,6 +41,16 @@ pub enum Command {
     /// Workspaces and what happened to their pods
     #[command(subcommand, visible_alias = "ws")]
     Workspaces(Workspaces),
+    /// Nodes: what the prober leaves on them
+    #[command(subcommand)]
+    Nodes(Nodes),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Nodes {
+    /// Remove the prober's LifeguardProbesHealthy condition and lifeguard.dev/unhealthy
+    /// taint from every node: the last step of an uninstall, once no prober runs
+    Clean,
 }
 
 #[derive(Debug, Subcommand)]

@@ -7,6 +7,7 @@ mod commands;
 pub mod drain;
 pub mod error;
 pub mod manifest;
+pub mod nodes;
 pub mod output;
 pub mod stop;
 pub mod when;

@@ -1,12 +1,13 @@
 //! The I/O edge: read the cluster or a file, call the pure modules, write the result.
 
 mod maintenance;
+mod nodes;
 mod wait;
 mod workspaces;
 
 use std::io::Write;
 
-use crate::args::{Cli, Command, Maintenance, Workspaces};
+use crate::args::{Cli, Command, Maintenance, Nodes, Workspaces};
 use crate::cluster::connect;
 use crate::error::{Error, Result, status_code};
 
@@ -36,6 +37,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Maintenance(Maintenance::Wait(w)) => {
             wait::drained(connect(cluster).await?.0, &w.name, w.timeout).await
         }
+        Command::Nodes(Nodes::Clean) => nodes::clean(connect(cluster).await?.0).await,
         Command::Workspaces(Workspaces::List {
             namespace,
             all_namespaces,

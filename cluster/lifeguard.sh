@@ -1,68 +1,13 @@
-# Running lifeguard's own components on the local cluster as host processes.
-# Sourced by local-up after cluster/lifeguard-cluster up.
+# Installing lifeguard into the local cluster the way users do: its own images, imported
+# into the node's containerd, and `kubectl apply -k` of the local overlay over
+# manifests/install. Sourced by local-up after cluster/lifeguard-cluster up.
 
-LG_WEBHOOK_ADDR=127.0.0.1:8443
-LG_WEBHOOK_OPS_ADDR=127.0.0.1:8081
-LG_WEBHOOK_TLS="$LG_STATE/webhook-tls"
-LG_CONTROLLER_OPS_ADDR=127.0.0.1:8082
-# Short enough for the end-to-end tests to see several re-creations in a minute.
-LG_CONTROLLER_BACKOFF=${LG_CONTROLLER_BACKOFF:-3s}
-# The prober runs as a real DaemonSet pod on the host network: its port is on this machine.
-LG_PROBER_OPS_ADDR=127.0.0.1:8089
-# A loop-mounted ext4 image, so tests can make the storage read-only or freeze it.
+LG_NAMESPACE=lifeguard-system
+# A loop-mounted ext4 image, so tests can make the storage read-only or freeze it. The
+# local overlay (manifests/local) mounts this path into the prober's DaemonSet.
 LG_PROBER_STORAGE="$LG_STATE/workspace-storage"
-# Short, so the end-to-end tests see a broken node within seconds.
-LG_PROBER_INTERVAL=${LG_PROBER_INTERVAL:-5s}
-
-build_lifeguard() {
-  step "build lifeguard (release)"
-  cargo build --release --locked -p lifeguard-webhook -p lifeguard-controller -p lifeguard-prober -p lifeguard-cli >>"$LG_LOGS/cargo.log" 2>&1 ||
-    die "building lifeguard failed" "$LG_LOGS/cargo.log"
-}
-
-# component_kubeconfig NAME USER: a client certificate for USER, so each component runs
-# with exactly the RBAC its manifests grant, not as cluster admin.
-component_kubeconfig() {
-  issue_cert "$1" "/CN=$2" "$LG_CLIENT_EXT"
-  write_kubeconfig "$LG_STATE/$1.kubeconfig" "$1"
-}
-
-start_webhook() {
-  step "start lifeguard-webhook on $LG_WEBHOOK_ADDR"
-  kubectl apply -f manifests/namespace/namespace.yaml -f manifests/webhook/rbac.yaml >>"$LG_LOGS/kubectl.log" 2>&1 ||
-    die "applying the webhook's RBAC failed" "$LG_LOGS/kubectl.log"
-  kubectl label namespace kube-system lifeguard.dev/admission=disabled --overwrite >>"$LG_LOGS/kubectl.log" 2>&1
-  component_kubeconfig lifeguard-webhook lifeguard:webhook
-  certs/webhook-cert issue "$LG_WEBHOOK_TLS"
-  stop_process lifeguard-webhook
-  start lifeguard-webhook env KUBECONFIG="$LG_STATE/lifeguard-webhook.kubeconfig" \
-    "$CARGO_TARGET_DIR/release/lifeguard-webhook" --listen "$LG_WEBHOOK_ADDR" \
-    --metrics-listen "$LG_WEBHOOK_OPS_ADDR" --tls-cert "$LG_WEBHOOK_TLS/tls.crt" \
-    --tls-key "$LG_WEBHOOK_TLS/tls.key" --cert-poll-interval 2s --recreation-user lifeguard:controller
-  wait_for "lifeguard-webhook" 60 "$LG_LOGS/lifeguard-webhook.log" lifeguard-webhook \
-    curl -fsS "http://$LG_WEBHOOK_OPS_ADDR/readyz"
-  step "register the webhooks (url https://$LG_WEBHOOK_ADDR)"
-  local bundle
-  bundle=$(certs/webhook-cert ca-bundle "$LG_WEBHOOK_TLS")
-  # No kube-proxy here, so the API server calls the host process by URL.
-  sed -E -e "s#service: \\{name: lifeguard-webhook, namespace: lifeguard-system, path: (/[a-z]+), port: 443\\}#url: https://$LG_WEBHOOK_ADDR\\1#" \
-    -e "s#caBundle: \"\"#caBundle: $bundle#" manifests/webhook/webhooks.yaml |
-    kubectl apply -f - >>"$LG_LOGS/kubectl.log" 2>&1 || die "registering the webhooks failed" "$LG_LOGS/kubectl.log"
-}
-
-start_controller() {
-  step "start lifeguard-controller (health and metrics on $LG_CONTROLLER_OPS_ADDR)"
-  kubectl apply -f manifests/namespace/namespace.yaml -f manifests/controller/rbac.yaml >>"$LG_LOGS/kubectl.log" 2>&1 ||
-    die "applying the controller's RBAC failed" "$LG_LOGS/kubectl.log"
-  component_kubeconfig lifeguard-controller lifeguard:controller
-  stop_process lifeguard-controller
-  # Two malloc arenas: glibc otherwise keeps one per thread and their fragments.
-  start lifeguard-controller env MALLOC_ARENA_MAX=2 KUBECONFIG="$LG_STATE/lifeguard-controller.kubeconfig" \
-    "$CARGO_TARGET_DIR/release/lifeguard-controller" --metrics-listen "$LG_CONTROLLER_OPS_ADDR" \
-    --backoff "$LG_CONTROLLER_BACKOFF" --sweep-interval 30s
-  wait_for "lifeguard-controller" 60 "$LG_LOGS/lifeguard-controller.log" lifeguard-controller \
-    curl -fsS "http://$LG_CONTROLLER_OPS_ADDR/readyz"
-}
+# Where local-up writes the kustomization that pins the images it just built.
+LG_INSTALL_DIR="$LG_STATE/install"
 
 prober_storage() {
   local img="$LG_STATE/workspace-storage.img"
@@ -82,96 +27,132 @@ prober_storage() {
     die "making the workspace storage writable failed" "$LG_LOGS/prober-storage.log"
 }
 
-# The image holds the release binary and the shared libraries ldd names; its tag is the
-# binary's hash, so a rebuilt prober rolls out and an unchanged one is not rebuilt.
-prober_image() {
-  local bin="$CARGO_TARGET_DIR/release/lifeguard-prober" sum root tar lib
-  sum=$(sha256sum "$bin" | cut -c1-12) || die "no prober binary at $bin"
-  LG_PROBER_IMAGE="lifeguard.local/prober:$sum"
-  tar="$LG_CACHE/images/prober-$sum.tar"
-  if [ ! -s "$tar" ]; then
-    step "build the prober image $LG_PROBER_IMAGE"
-    mkdir -p "$LG_CACHE/images"
-    rm -f "$LG_CACHE"/images/prober-*.tar
-    root=$(mktemp -d)
-    cp "$bin" "$root/lifeguard-prober"
-    for lib in $(ldd "$bin" | grep -o '/[^ ]*'); do
-      mkdir -p "$root$(dirname "$lib")"
-      cp -L "$lib" "$root$lib"
+# The images images/build made, imported into the node's containerd (no registry here).
+import_lifeguard_images() {
+  images/build
+  # shellcheck disable=SC1091
+  . "$LG_STATE/images.env"
+  step "import lifeguard's images into containerd"
+  local ref name tag
+  for ref in "$LG_IMAGE_WEBHOOK" "$LG_IMAGE_CONTROLLER" "$LG_IMAGE_PROBER"; do
+    name=${ref%:*} tag=${ref##*:}
+    import_image "$LG_CACHE/images/$(basename "$name")-$tag.tar" "$ref"
+  done
+}
+
+# The generated overlay: manifests/local plus the exact image tags just built.
+write_install_kustomization() {
+  mkdir -p "$LG_INSTALL_DIR"
+  cat >"$LG_INSTALL_DIR/kustomization.yaml" <<YAML
+# Written by local-up (cluster/lifeguard.sh): the local overlay with the images it built.
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - $(pwd)/manifests/local
+images:
+  - {name: lifeguard.local/lifeguard-webhook, newTag: "${LG_IMAGE_WEBHOOK##*:}"}
+  - {name: lifeguard.local/lifeguard-controller, newTag: "${LG_IMAGE_CONTROLLER##*:}"}
+  - {name: lifeguard.local/lifeguard-prober, newTag: "${LG_IMAGE_PROBER##*:}"}
+YAML
+}
+
+# A server-side dry run of a MaintenanceWindow goes through the validating webhook via
+# its Service: it succeeds once the API server can reach a ready replica over TLS.
+webhook_admits() {
+  kubectl create --dry-run=server -o name -f - >/dev/null 2>&1 <<'YAML'
+apiVersion: lifeguard.dev/v1alpha1
+kind: MaintenanceWindow
+metadata: {name: local-up-admission-check}
+spec: {start: "2030-01-01T00:00:00Z", end: "2030-01-01T01:00:00Z", suspend: true}
+YAML
+}
+
+lifeguard_logs() {
+  local out="$LG_LOGS/lifeguard-install.log"
+  {
+    kubectl -n "$LG_NAMESPACE" get pods -o wide
+    kubectl -n "$LG_NAMESPACE" describe pods
+    local d
+    for d in deploy/lifeguard-webhook deploy/lifeguard-controller ds/lifeguard-workspace-node; do
+      kubectl -n "$LG_NAMESPACE" logs "$d" --all-containers --tail=40
     done
-    build_image "$LG_PROBER_IMAGE" "$root" '["/lifeguard-prober"]' "$tar"
-    rm -rf "$root"
-  fi
-  import_image "$tar" "$LG_PROBER_IMAGE"
+  } >"$out" 2>&1 || true
+  printf '%s' "$out"
 }
 
 prober_condition() {
-  kubectl get node "$LG_NODE_NAME" \
-    -o jsonpath='{.status.conditions[?(@.type=="LifeguardProbesHealthy")].status}'
+  kubectl get nodes -l lifeguard.dev/local-cluster=true \
+    -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="LifeguardProbesHealthy")].status}{" "}{end}'
 }
 
-start_prober() {
-  step "start lifeguard-prober (DaemonSet on the host network, http://$LG_PROBER_OPS_ADDR)"
+# Every node of the local cluster has LifeguardProbesHealthy=True.
+all_nodes_probed_healthy() {
+  local statuses s
+  statuses=$(prober_condition 2>/dev/null) || return 1
+  [ -n "${statuses// /}" ] || return 1
+  for s in $statuses; do [ "$s" = True ] || return 1; done
+}
+
+# INTERIM until the webhook manages its own certificate.
+interim_webhook_secret() {
+  local dir="$LG_STATE/webhook-tls"
+  [ -s "$dir/tls.crt" ] || certs/webhook-cert issue "$dir" >/dev/null
+  kubectl apply -f manifests/namespace/namespace.yaml >>"$LG_LOGS/kubectl.log" 2>&1
+  kubectl -n "$LG_NAMESPACE" create secret generic lifeguard-webhook-tls --from-file=tls.crt="$dir/tls.crt" \
+    --from-file=tls.key="$dir/tls.key" --from-file=ca.crt="$dir/ca.crt" --dry-run=client -o yaml |
+    kubectl apply -f - >>"$LG_LOGS/kubectl.log" 2>&1 || die "creating the webhook Secret failed" "$LG_LOGS/kubectl.log"
+}
+interim_webhook_ca_bundle() {
+  local bundle c i
+  bundle=$(certs/webhook-cert ca-bundle "$LG_STATE/webhook-tls")
+  for c in validatingwebhookconfiguration/lifeguard-validate mutatingwebhookconfiguration/lifeguard-mutate; do
+    local n
+    n=$(kubectl get "$c" -o jsonpath='{range .webhooks[*]}x{end}')
+    for ((i = 0; i < ${#n}; i++)); do
+      kubectl patch "$c" --type json -p "[{\"op\":\"add\",\"path\":\"/webhooks/$i/clientConfig/caBundle\",\"value\":\"$bundle\"}]" \
+        >>"$LG_LOGS/kubectl.log" 2>&1 || die "patching the caBundle of $c failed" "$LG_LOGS/kubectl.log"
+    done
+  done
+}
+
+install_lifeguard() {
   apt_install e2fsprogs util-linux mount
   prober_storage
-  prober_image
-  kubectl apply -f manifests/namespace/namespace.yaml -f manifests/prober/rbac.yaml >>"$LG_LOGS/kubectl.log" 2>&1 ||
-    die "applying the prober's RBAC failed" "$LG_LOGS/kubectl.log"
-  # The local overlay: the local image, no Service routing (no kube-proxy), so the host
-  # network with the API server on 127.0.0.1 (a SAN of its certificate; the service
-  # account's ca.crt is the cluster CA), short intervals, the loop-mounted storage; only
-  # on the real node (benchmarks add phantom Nodes that would block a rolling update).
-  local patch
-  patch=$(cat <<JSON
-{"spec": {"template": {"spec": {
-  "hostNetwork": true,
-  "dnsPolicy": "ClusterFirstWithHostNet",
-  "nodeSelector": {"kubernetes.io/hostname": "$LG_NODE_NAME"},
-  "containers": [
-    {"name": "workspace-daemon", "image": "$LG_BUSYBOX_IMAGE", "imagePullPolicy": "Never"},
-    {"name": "prober", "image": "$LG_PROBER_IMAGE", "imagePullPolicy": "Never",
-     "args": ["--log-format=json", "--interval=$LG_PROBER_INTERVAL", "--volume-deadline=3s", "--container-deadline=20s",
-              "--ttl=30s", "--heartbeat=1m", "--taint",
-              "--probe-image=$LG_BUSYBOX_IMAGE", "--probe-image-pull-policy=Never"],
-     "env": [{"name": "KUBERNETES_SERVICE_HOST", "value": "127.0.0.1"},
-             {"name": "KUBERNETES_SERVICE_PORT", "value": "$LG_API_PORT"}]}],
-  "volumes": [{"name": "workspace-storage",
-               "hostPath": {"path": "$LG_PROBER_STORAGE", "type": "Directory"}}]
-}}}}
-JSON
-)
-  kubectl patch --local -f manifests/prober/daemonset.yaml --type strategic -p "$patch" -o yaml 2>>"$LG_LOGS/kubectl.log" |
-    kubectl apply -f - >>"$LG_LOGS/kubectl.log" 2>&1 || die "applying the prober's DaemonSet failed" "$LG_LOGS/kubectl.log"
+  import_lifeguard_images
+  write_install_kustomization
+  # Kubernetes 1.20 does not label namespaces with kubernetes.io/metadata.name (1.21+), so
+  # the webhooks' exclusion of kube-system needs lifeguard's own opt-out label there.
+  kubectl label namespace kube-system lifeguard.dev/admission=disabled --overwrite >>"$LG_LOGS/kubectl.log" 2>&1 ||
+    die "labelling kube-system failed" "$LG_LOGS/kubectl.log"
+  interim_webhook_secret
+  step "kubectl apply -k (manifests/local over manifests/install)"
+  kubectl apply -k "$LG_INSTALL_DIR" >>"$LG_LOGS/kubectl.log" 2>&1 || die "kubectl apply -k failed" "$LG_LOGS/kubectl.log"
+  kubectl wait --for condition=established --timeout=60s crd/workspaces.lifeguard.dev crd/maintenancewindows.lifeguard.dev \
+    >>"$LG_LOGS/kubectl.log" 2>&1 || die "lifeguard's CRDs not established" "$LG_LOGS/kubectl.log"
   # After `down` and `up` the kubelet restarts the kept prober pod before the storage is
   # mounted again, binding the bare directory underneath: that pod would probe the wrong
   # filesystem. A fresh pod binds the mounted one.
   if [ -n "${LG_PROBER_STORAGE_MOUNTED_NOW:-}" ]; then
-    kubectl -n lifeguard-system delete pods -l app.kubernetes.io/name=lifeguard-workspace-node \
-      --ignore-not-found --timeout=60s >>"$LG_LOGS/kubectl.log" 2>&1 || true
-    local ready_by=$((SECONDS + 120))
-    until [ "$(kubectl -n lifeguard-system get pods -l app.kubernetes.io/name=lifeguard-workspace-node \
-      -o jsonpath='{.items[*].status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ] ||
-      [ $SECONDS -ge $ready_by ]; do
-      sleep 1
-    done
+    kubectl -n "$LG_NAMESPACE" delete pods -l app.kubernetes.io/name=lifeguard-workspace-node \
+      --ignore-not-found --wait=false >>"$LG_LOGS/kubectl.log" 2>&1 || true
   fi
-  if ! kubectl -n lifeguard-system rollout status daemonset/lifeguard-workspace-node --timeout=180s \
-    >>"$LG_LOGS/kubectl.log" 2>&1; then
-    kubectl -n lifeguard-system logs daemonset/lifeguard-workspace-node -c prober --tail=50 \
-      >"$LG_LOGS/lifeguard-prober.log" 2>&1 || true
-    kubectl -n lifeguard-system describe pods -l app.kubernetes.io/name=lifeguard-workspace-node \
-      >>"$LG_LOGS/lifeguard-prober.log" 2>&1 || true
-    die "lifeguard-prober: DaemonSet pod not Ready" "$LG_LOGS/lifeguard-prober.log"
-  fi
-  step "wait for the node condition LifeguardProbesHealthy=True"
+  interim_webhook_ca_bundle
+  step "wait for the webhook (2), the controller (2) and the prober DaemonSet"
+  local w
+  for w in deploy/lifeguard-webhook deploy/lifeguard-controller ds/lifeguard-workspace-node; do
+    kubectl -n "$LG_NAMESPACE" rollout status "$w" --timeout=180s >>"$LG_LOGS/kubectl.log" 2>&1 ||
+      die "$w did not become ready" "$(lifeguard_logs)"
+  done
+  step "wait for the first admission through the webhook's Service"
   local deadline=$((SECONDS + 120))
-  until [ "$(prober_condition 2>/dev/null)" = True ]; do
-    if [ $SECONDS -ge $deadline ]; then
-      kubectl -n lifeguard-system logs daemonset/lifeguard-workspace-node -c prober --tail=50 \
-        >"$LG_LOGS/lifeguard-prober.log" 2>&1 || true
-      curl -sS "http://$LG_PROBER_OPS_ADDR/status" >>"$LG_LOGS/lifeguard-prober.log" 2>&1 || true
-      die "lifeguard-prober: node condition not True after 120s" "$LG_LOGS/lifeguard-prober.log"
-    fi
+  until webhook_admits; do
+    [ $SECONDS -lt $deadline ] || die "the API server cannot reach the webhook through its Service" "$(lifeguard_logs)"
+    sleep 1
+  done
+  step "wait for the node condition LifeguardProbesHealthy=True"
+  deadline=$((SECONDS + 120))
+  until all_nodes_probed_healthy; do
+    [ $SECONDS -lt $deadline ] || die "lifeguard-prober: node condition not True after 120s" "$(lifeguard_logs)"
     sleep 1
   done
 }

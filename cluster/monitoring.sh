@@ -1,10 +1,30 @@
-# A real Prometheus (Debian's package) scraping the local run's three components, with
+# A real Prometheus (Debian's package) on the host, scraping lifeguard's pods, with
 # lifeguard's alert rules loaded. Sourced by local-up after the components are started.
 
 LG_PROMETHEUS_ADDR=${LG_PROMETHEUS_ADDR:-127.0.0.1:9090}
 LG_PROMETHEUS_DIR="$LG_STATE/prometheus"
 # Short, so the end-to-end tests see counters move within seconds.
 LG_PROMETHEUS_INTERVAL=${LG_PROMETHEUS_INTERVAL:-2s}
+
+# One scrape job per component, its targets discovered from the API server (pods in
+# lifeguard-system, by the app.kubernetes.io/name label), so every replica and every
+# node's prober is scraped on its pod IP, as a ServiceMonitor would in a cluster.
+# scrape_job JOB APP PORT
+scrape_job() {
+  cat <<YAML
+  - job_name: $1
+    kubernetes_sd_configs:
+      - role: pod
+        kubeconfig_file: $LG_KUBECONFIG
+        namespaces: {names: [lifeguard-system]}
+    relabel_configs:
+      - {source_labels: [__meta_kubernetes_pod_label_app_kubernetes_io_name], regex: $2, action: keep}
+      - {source_labels: [__meta_kubernetes_pod_phase], regex: Running, action: keep}
+      - {source_labels: [__meta_kubernetes_pod_ip], regex: '(.+)', replacement: '\${1}:$3', target_label: __address__}
+      - {source_labels: [__meta_kubernetes_pod_name], target_label: pod}
+      - {source_labels: [__meta_kubernetes_pod_node_name], target_label: node}
+YAML
+}
 
 prometheus_config() {
   local rules
@@ -19,12 +39,11 @@ rule_files:
   - $rules
 scrape_configs:
   # The job names the alert rules use (the ServiceMonitors give the same ones in a cluster).
-  - job_name: lifeguard-webhook
-    static_configs: [{targets: ["$LG_WEBHOOK_OPS_ADDR"]}]
-  - job_name: lifeguard-controller
-    static_configs: [{targets: ["$LG_CONTROLLER_OPS_ADDR"]}]
-  - job_name: lifeguard-prober
-    static_configs: [{targets: ["$LG_PROBER_OPS_ADDR"], labels: {node: "$LG_NODE_NAME"}}]
+YAML
+  scrape_job lifeguard-webhook lifeguard-webhook 8080
+  scrape_job lifeguard-controller lifeguard-controller 8080
+  scrape_job lifeguard-prober lifeguard-workspace-node 8089
+  cat <<YAML
   - job_name: prometheus
     static_configs: [{targets: ["$LG_PROMETHEUS_ADDR"]}]
 YAML
@@ -55,10 +74,10 @@ start_prometheus() {
   wait_for "Prometheus targets" 60 "$LG_LOGS/lifeguard-prometheus.log" lifeguard-prometheus prometheus_targets_up
 }
 
-# All three lifeguard jobs have a target that is up.
+# Each of the three lifeguard jobs has a target that is up.
 prometheus_targets_up() {
   local out
   out=$(curl -fsS "http://$LG_PROMETHEUS_ADDR/api/v1/query" \
-    --data-urlencode 'query=count(up{job=~"lifeguard-.*"} == 1)') || return 1
+    --data-urlencode 'query=count(count by (job) (up{job=~"lifeguard-.*"} == 1))') || return 1
   grep -q '"value":\[[0-9.]*,"3"\]' <<<"$out"
 }

@@ -4,15 +4,17 @@
 //! `cluster/lifeguard-cluster up` writes. Tests fail, never skip, when it is unreachable.
 
 mod cluster;
-mod controller_process;
+mod components;
 mod namespace;
 mod rejector;
 mod wait;
 
 pub use cluster::{BUSYBOX_IMAGE, LOCAL_KUBECONFIG, apply_crds, client, node_name};
-pub use controller_process::{
-    CONTROLLER_PID_FILE, LocalController, controller_binary, send_signal, spawn_controller,
+pub use components::{
+    CONTROLLER_LEASE, Component, LIFEGUARD_NAMESPACE, arg_value, controller_leader,
+    declared_container, http_get, kill_pod, local_pid, metric_sum, metric_value, ops_url,
+    pod_says_it_leads, ready_pods, review_on, stop_pod, wait_ready_pods, wait_window_enforced,
 };
 pub use namespace::{NAMESPACE_LABEL, unique_name, with_namespace};
 pub use rejector::{Rejector, sleeping_workspace};
-pub use wait::{DEFAULT_TIMEOUT, wait_for, wait_gone};
+pub use wait::{DEFAULT_TIMEOUT, poll_until, wait_for, wait_gone};

@@ -58,3 +58,28 @@ where
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
+
+/// Polls `check` until it yields a value and returns it. An error from `check` is kept as
+/// the last state seen and polling goes on (a pod restarting refuses connections for a
+/// moment); on timeout the error names `what` and that last state.
+pub async fn poll_until<T, F>(
+    what: &str,
+    timeout: Duration,
+    mut check: impl FnMut() -> F,
+) -> anyhow::Result<T>
+where
+    F: std::future::Future<Output = anyhow::Result<Option<T>>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let last = match check().await {
+            Ok(Some(value)) => return Ok(value),
+            Ok(None) => "condition not met".to_string(),
+            Err(e) => format!("{e:#}"),
+        };
+        if tokio::time::Instant::now() >= deadline {
+            bail!("{what}: not within {timeout:?}; last: {last}");
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}

@@ -1,5 +1,5 @@
 //! Chaos: 100 workspaces start while the kubelet rejects about a fifth of the starts and
-//! the controller is killed (SIGKILL and SIGTERM, at random) and restarted over and over.
+//! the controller's pods are killed (grace 0 or graceful, at random) over and over.
 //! In the end every workspace runs or has legitimately given up, no workspace has a second
 //! pod, no pod is stuck Terminating and none keeps our finalizer. Its own test binary, so
 //! no other test shares the controller it kills.
@@ -16,8 +16,8 @@ use kube::{Client, ResourceExt};
 use lifeguard_api::names::{POD_FINALIZER, WORKSPACE_LABEL};
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    LocalController, Rejector, apply_crds, node_name, send_signal, sleeping_workspace, unique_name,
-    with_namespace,
+    Component, Rejector, apply_crds, controller_leader, kill_pod, node_name, ready_pods,
+    sleeping_workspace, stop_pod, unique_name, wait_ready_pods, with_namespace,
 };
 
 const WORKSPACES: usize = 100;
@@ -26,27 +26,31 @@ const SETTLE: Duration = Duration::from_secs(300);
 /// The controller's default; a Failed workspace must have used all of them.
 const MAX_RETRIES: u32 = 3;
 
-/// Kills and restarts the controller until `running` clears; returns the kills. Restarts
-/// keep one identity, as a container restarted in its pod keeps POD_NAME, so a restart
-/// after SIGKILL leads again at once instead of waiting for the Lease to expire.
-async fn kill_repeatedly(running: Arc<AtomicBool>) -> anyhow::Result<u32> {
-    let mut controller = LocalController::capture()?;
+/// Kills controller pods until `running` clears; returns the kills. Each round takes the
+/// leader's pod (or, one time in four, the standby's) and deletes it with grace 0 (SIGKILL,
+/// the Lease is not released) or gracefully (SIGTERM, the Lease is released), at random;
+/// the Deployment replaces it, as it would after a crash or an eviction.
+async fn kill_repeatedly(client: Client, running: Arc<AtomicBool>) -> anyhow::Result<u32> {
     let mut kills = 0;
-    let mut children = Vec::new();
     while running.load(Ordering::Acquire) {
         tokio::time::sleep(Duration::from_millis(fastrand::u64(3000..10000))).await;
-        let signal = if fastrand::bool() { "KILL" } else { "TERM" };
-        send_signal(controller.pid, signal)?;
+        let pods = ready_pods(&client, Component::Controller).await?;
+        let leader = controller_leader(&client).await?;
+        let take_standby = fastrand::u8(0..4) == 0;
+        let victim = pods
+            .iter()
+            .find(|p| (Some(p.name_any()) == leader) != take_standby)
+            .or(pods.first());
+        let Some(victim) = victim else { continue };
+        if fastrand::bool() {
+            kill_pod(&client, &victim.name_any()).await?;
+        } else {
+            stop_pod(&client, &victim.name_any()).await?;
+        }
         kills += 1;
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        children.push(controller.restart_with(&["--identity", "lifeguard-chaos"])?);
     }
-    // Hand over to a controller started exactly as the local run started it.
-    send_signal(controller.pid, "TERM")?;
-    for mut child in children.drain(..) {
-        let _ = child.wait();
-    }
-    controller.restart()?;
+    // Leave two Ready replicas for the tests that follow.
+    wait_ready_pods(&client, Component::Controller, 2, Duration::from_secs(120)).await?;
     Ok(kills)
 }
 
@@ -95,7 +99,7 @@ async fn workspaces_survive_rejections_and_controller_kills() {
             let (rejector, running) = (rejector.clone(), running.clone());
             tokio::spawn(async move { rejector.flap(running).await })
         };
-        let killer = tokio::spawn(kill_repeatedly(running.clone()));
+        let killer = tokio::spawn(kill_repeatedly(client.clone(), running.clone()));
         let created = create_all(&client, &ns, &rejector, CHAOS).await;
         // Re-creations of the last starts meet the chaos too.
         tokio::time::sleep(Duration::from_secs(15)).await;

@@ -12,7 +12,7 @@ use lifeguard_api::maintenance::MaintenanceWindow;
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
     BUSYBOX_IMAGE, NAMESPACE_LABEL, Rejector, apply_crds, node_name, unique_name, wait_for,
-    with_namespace,
+    wait_gone, with_namespace,
 };
 use serde_json::{Value, json};
 
@@ -215,13 +215,8 @@ async fn workspace_rejected_every_time_fails_after_max_retries() {
             failed.message
         );
         let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-        wait_for(&pods, "ws-carol", TIMEOUT, "gone", |_| false)
-            .await
-            .err();
-        assert!(
-            pods.get_opt("ws-carol").await?.is_none(),
-            "no rejected pod is left behind"
-        );
+        // No rejected pod is left behind.
+        wait_gone(&pods, "ws-carol", TIMEOUT).await?;
         Ok(())
     })
     .await;
@@ -313,13 +308,8 @@ async fn deleting_a_workspace_stops_it_and_keeps_foreign_finalizers() {
             &Patch::Merge(json!({"metadata": {"finalizers": null}})),
         )
         .await?;
-        wait_for(&workspaces, "erin", TIMEOUT, "gone", |_| false)
-            .await
-            .err();
-        assert!(
-            workspaces.get_opt("erin").await?.is_none(),
-            "the Workspace is gone"
-        );
+        // The Workspace is gone.
+        wait_gone(&workspaces, "erin", TIMEOUT).await?;
         assert!(
             pods.get_opt("ws-erin").await?.is_none(),
             "no pod is left behind"

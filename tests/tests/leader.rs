@@ -1,124 +1,121 @@
-//! Leader election between two controller replicas on the real API server: a standby does
-//! not act; when the leader shuts down it releases the Lease and the standby takes over
-//! within one lease period (the standby polls a held Lease, it does not watch it). Runs as
-//! its own test binary, so no other test shares the controller meanwhile.
+//! Leader election between the controller's two replica pods, as installed: exactly one
+//! holds the Lease and says so in its metrics, the standby does not act; when the leader's
+//! pod is deleted gracefully it releases the Lease and the standby takes over at once, and
+//! when it is killed (grace 0, as in a crash) the standby takes over once the Lease
+//! expires. The Deployment then brings the second replica back. Runs as its own test
+//! binary, so no other test shares the controller meanwhile.
 
-use std::process::{Child, Command};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Pod;
+use kube::Client;
+use kube::ResourceExt;
 use kube::api::{Api, PostParams};
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    BUSYBOX_IMAGE, LocalController, apply_crds, send_signal, spawn_controller, wait_for,
-    with_namespace,
+    BUSYBOX_IMAGE, Component, apply_crds, controller_leader, kill_pod, pod_says_it_leads,
+    poll_until, stop_pod, wait_for, wait_ready_pods, with_namespace,
 };
 use serde_json::json;
 
-fn spawn(identity: &str, metrics_port: u16) -> anyhow::Result<Child> {
-    let args = [
-        "--identity",
-        identity,
-        "--backoff",
-        "3s",
-        "--lease-seconds",
-        "15",
-    ]
-    .map(String::from);
-    let mut args = args.to_vec();
-    args.push(format!("--metrics-listen=127.0.0.1:{metrics_port}"));
-    spawn_controller(identity, &args)
+/// The controller's `--lease-seconds` default, which the install keeps.
+const LEASE: Duration = Duration::from_secs(15);
+
+/// The two Ready replicas as (leader, standby), once the Lease names one of them.
+async fn leader_and_standby(client: &Client) -> anyhow::Result<(Pod, Pod)> {
+    let pods = &wait_ready_pods(client, Component::Controller, 2, Duration::from_secs(120)).await?;
+    poll_until(
+        "a Ready replica holds the Lease",
+        Duration::from_secs(60),
+        || async move {
+            let holder = controller_leader(client).await?;
+            let Some(holder) = holder else {
+                return Ok(None);
+            };
+            let (leader, standby): (Vec<&Pod>, Vec<&Pod>) =
+                pods.iter().partition(|p| p.name_any() == holder);
+            Ok(match (leader.first(), standby.first()) {
+                (Some(l), Some(s)) => Some(((*l).clone(), (*s).clone())),
+                _ => None,
+            })
+        },
+    )
+    .await
 }
 
-/// Where `local-up` serves the controller's metrics.
-const LOCAL_METRICS_PORT: u16 = 8082;
-
-fn terminate(pid: u32) -> anyhow::Result<()> {
-    send_signal(pid, "TERM")
-}
-
-async fn holder(leases: &Api<Lease>) -> anyhow::Result<Option<String>> {
-    Ok(leases
-        .get_opt("lifeguard-controller")
-        .await?
-        .and_then(|l| l.spec)
-        .and_then(|s| s.holder_identity))
-}
-
-async fn is_leader(port: u16) -> bool {
-    let out = Command::new("curl")
-        .args(["-fsS", &format!("http://127.0.0.1:{port}/metrics")])
-        .output();
-    out.is_ok_and(|o| {
-        String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .any(|l| l == "lifeguard_controller_leader 1")
+/// Waits until `standby` holds the Lease and its metrics say it leads; returns how long.
+async fn takeover(client: &Client, standby: &Pod, timeout: Duration) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    let name = &standby.name_any();
+    poll_until(&format!("{name} leads"), timeout, || async move {
+        let holder = controller_leader(client).await?;
+        Ok((holder.as_deref() == Some(name.as_str()) && pod_says_it_leads(standby)).then_some(()))
     })
+    .await?;
+    Ok(started.elapsed())
 }
 
-async fn wait_until(
-    what: &str,
-    timeout: Duration,
-    mut check: impl AsyncFnMut() -> bool,
-) -> anyhow::Result<()> {
-    let deadline = tokio::time::Instant::now() + timeout;
-    while !check().await {
-        anyhow::ensure!(
-            tokio::time::Instant::now() < deadline,
-            "{what}: not within {timeout:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+async fn reconciles(client: &Client, ns: &str, name: &str) -> anyhow::Result<()> {
+    let workspaces: Api<Workspace> = Api::namespaced(client.clone(), ns);
+    let ws: Workspace = serde_json::from_value(json!({"metadata": {"name": name},
+        "spec": {"podTemplate": {"spec": {"terminationGracePeriodSeconds": 1, "containers": [{"name": "ide", "image": BUSYBOX_IMAGE,
+            "imagePullPolicy": "Never", "command": ["sleep", "3600"]}]}}}}))?;
+    workspaces.create(&PostParams::default(), &ws).await?;
+    wait_for(&workspaces, name, Duration::from_secs(60), "Running", |w| {
+        w.status.as_ref().and_then(|s| s.phase) == Some(WorkspacePhase::Running)
+    })
+    .await?;
     Ok(())
 }
 
 #[tokio::test]
-async fn standby_takes_over_when_the_leader_shuts_down() {
+async fn the_standby_replica_takes_over_when_the_leader_pod_goes() {
     with_namespace("leader", |client, ns| async move {
         apply_crds(&client).await?;
-        let leases: Api<Lease> = Api::namespaced(client.clone(), "lifeguard-system");
-        let mut local = LocalController::capture()?;
-        let main_pid = local.pid;
-        let main_holder = holder(&leases).await?.context("nobody holds the Lease")?;
 
-        let mut standby = spawn("e2e-standby", 8092)?;
-        tokio::time::sleep(Duration::from_secs(5)).await;
-        let standby_led = is_leader(8092).await;
-        let still_main = holder(&leases).await?;
+        // One leader, one standby that knows it does not lead.
+        let (leader, standby) = leader_and_standby(&client).await?;
+        assert!(
+            pod_says_it_leads(&leader),
+            "the Lease holder {} says it leads",
+            leader.name_any()
+        );
+        assert!(
+            !pod_says_it_leads(&standby),
+            "the standby {} does not lead",
+            standby.name_any()
+        );
 
-        // The leader shuts down gracefully and releases the Lease.
-        terminate(main_pid)?;
-        let takeover = wait_until("standby leads", Duration::from_secs(25), async || is_leader(8092).await).await;
-        let new_holder = holder(&leases).await?;
+        // Graceful: the leader releases the Lease on SIGTERM; the standby needs no expiry.
+        stop_pod(&client, &leader.name_any()).await?;
+        let graceful = takeover(&client, &standby, LEASE)
+            .await
+            .context("after a graceful stop")?;
+        println!(
+            "graceful stop: {} leads after {graceful:?}",
+            standby.name_any()
+        );
+        reconciles(&client, &ns, "after-stop").await?;
 
-        // The new leader reconciles.
-        let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
-        let ws: Workspace = serde_json::from_value(json!({"metadata": {"name": "frank"},
-            "spec": {"podTemplate": {"spec": {"terminationGracePeriodSeconds": 1, "containers": [{"name": "ide", "image": BUSYBOX_IMAGE,
-                "imagePullPolicy": "Never", "command": ["sleep", "3600"]}]}}}}))?;
-        workspaces.create(&PostParams::default(), &ws).await?;
-        let running = wait_for(&workspaces, "frank", Duration::from_secs(60), "Running", |w| {
-            w.status.as_ref().and_then(|s| s.phase) == Some(WorkspacePhase::Running)
-        })
-        .await;
+        // Crash: the Deployment's replacement is the standby now; kill the leader outright.
+        let (leader, standby) = leader_and_standby(&client).await?;
+        kill_pod(&client, &leader.name_any()).await?;
+        let crash = takeover(&client, &standby, LEASE * 2 + Duration::from_secs(10))
+            .await
+            .context("after the leader was killed")?;
+        println!(
+            "leader killed: {} leads after {crash:?}",
+            standby.name_any()
+        );
+        reconciles(&client, &ns, "after-kill").await?;
 
-        // Put the usual controller back (as the leader once the standby leaves).
-        let mut restored = local.restart()?;
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        terminate(standby.id())?;
-        let exit = standby.wait()?;
-        let handback = wait_until("restored controller leads", Duration::from_secs(25), async || is_leader(LOCAL_METRICS_PORT).await).await;
-        // Reap it later without blocking: it outlives this test as the cluster's controller.
-        std::mem::drop(restored.stdin.take());
-
-        assert!(!standby_led, "a standby does not lead while the leader renews");
-        assert_eq!(still_main.as_deref(), Some(main_holder.as_str()));
-        takeover?;
-        assert_eq!(new_holder.as_deref(), Some("e2e-standby"));
-        running?;
-        assert!(exit.success(), "graceful shutdown exits 0: {exit}");
-        handback?;
+        // The Deployment restores two replicas for the tests that follow.
+        wait_ready_pods(&client, Component::Controller, 2, Duration::from_secs(120)).await?;
+        assert!(
+            graceful < LEASE,
+            "a released Lease is taken over before it would expire: {graceful:?}"
+        );
         Ok(())
     })
     .await;

@@ -8,7 +8,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use lifeguard_e2e::{LocalController, client, send_signal};
+use lifeguard_e2e::client;
 use support::*;
 
 #[tokio::test]
@@ -109,11 +109,10 @@ async fn a_broken_container_runtime_makes_the_node_unhealthy() {
 }
 
 /// Stops (SIGSTOP) the API server until dropped: connections hang, as with an overloaded
-/// or partitioned control plane. The local controller exits when it loses its Lease; it
-/// is started again as it was.
+/// or partitioned control plane. A controller replica that loses its Lease meanwhile exits
+/// and its container is restarted by the kubelet, as in any cluster.
 struct StoppedApiServer {
     pid: u32,
-    controller: Option<LocalController>,
 }
 
 impl StoppedApiServer {
@@ -121,9 +120,8 @@ impl StoppedApiServer {
         let pid: u32 = std::fs::read_to_string("/run/lifeguard-cluster/kube-apiserver.pid")?
             .trim()
             .parse()?;
-        let controller = LocalController::capture().ok();
         send_signal(pid, "STOP")?;
-        Ok(Self { pid, controller })
+        Ok(Self { pid })
     }
 }
 
@@ -132,15 +130,15 @@ impl Drop for StoppedApiServer {
         if let Err(e) = send_signal(self.pid, "CONT") {
             eprintln!("warning: could not resume the API server: {e:#}");
         }
-        if let Some(controller) = self.controller.as_mut() {
-            // Give a controller that lost its Lease time to exit, then bring it back.
-            std::thread::sleep(Duration::from_secs(2));
-            let gone = !std::path::Path::new(&format!("/proc/{}", controller.pid)).exists();
-            if let Some(Err(e)) = gone.then(|| controller.restart()) {
-                eprintln!("warning: could not restart the local controller: {e:#}");
-            }
-        }
     }
+}
+
+fn send_signal(pid: u32, signal: &str) -> anyhow::Result<()> {
+    let status = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()?;
+    anyhow::ensure!(status.success(), "kill -{signal} {pid} failed");
+    Ok(())
 }
 
 #[tokio::test]

@@ -1,4 +1,4 @@
-//! The admission webhook as the real API server uses it (registered by `./local-up`).
+//! The admission webhook as the real API server uses it (installed by `./local-up`).
 
 use std::time::Duration;
 
@@ -8,7 +8,10 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use lifeguard_api::maintenance::MaintenanceWindow;
 use lifeguard_api::workspace::Workspace;
-use lifeguard_e2e::{BUSYBOX_IMAGE, NAMESPACE_LABEL, apply_crds, unique_name, with_namespace};
+use lifeguard_e2e::{
+    BUSYBOX_IMAGE, NAMESPACE_LABEL, apply_crds, poll_until, unique_name, wait_window_enforced,
+    with_namespace,
+};
 use serde_json::{Value, json};
 
 fn rfc3339(t: Timestamp) -> String {
@@ -37,8 +40,8 @@ async fn open_window(
     let window: MaintenanceWindow =
         serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec}))?;
     windows.create(&PostParams::default(), &window).await?;
-    // The webhook decides from its watch cache; give the event a moment to arrive.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // Each replica decides from its own watch cache: wait until all of them have it.
+    wait_window_enforced(client, ns, &name).await?;
     Ok(name)
 }
 
@@ -85,6 +88,7 @@ async fn release_pod(pods: &Api<Pod>, name: &str) -> anyhow::Result<()> {
 async fn active_window_denies_workspace_starts_until_it_ends() {
     with_namespace("window", |client, ns| async move {
         apply_crds(&client).await?;
+        let opened = Timestamp::now();
         let window = open_window(&client, &ns, SignedDuration::from_secs(12), json!({})).await?;
         let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
         let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
@@ -115,12 +119,25 @@ async fn active_window_denies_workspace_starts_until_it_ends() {
         pods.create(&PostParams::default(), &plain).await?;
 
         // Same create after the window's end: admitted, without touching the window.
-        tokio::time::sleep(Duration::from_secs(13)).await;
-        let created = workspaces
-            .create(&PostParams::default(), &workspace("alice")?)
-            .await;
+        let created = poll_until(
+            "admitted once the window ends",
+            Duration::from_secs(40),
+            async || match workspaces
+                .create(&PostParams::default(), &workspace("alice")?)
+                .await
+            {
+                Ok(_) => Ok(Some(Timestamp::now())),
+                Err(kube::Error::Api(s)) if s.code == 403 => Ok(None),
+                Err(e) => Err(e.into()),
+            },
+        )
+        .await;
         close_window(&client, &window).await;
-        created?;
+        let admitted_at = created?;
+        assert!(
+            admitted_at >= opened + SignedDuration::from_secs(12),
+            "admitted only after the window's end ({admitted_at}, opened {opened})"
+        );
         Ok(())
     })
     .await;

@@ -4,7 +4,8 @@
 //!
 //!   cargo run --release -p lifeguard-e2e --bin bench-controller-rss -- [N] [CONTROLLER_PID]
 //!
-//! Prints the controller's RSS before, once every pod exists, its median and maximum over
+//! Without a pid it measures the leading controller pod's process (found on this machine
+//! by its pod name). Prints the controller's RSS before, once every pod exists, its median and maximum over
 //! the following quiet minute, and its peak since it started.
 
 use std::time::{Duration, Instant};
@@ -18,7 +19,6 @@ use serde_json::json;
 
 const NAMESPACE: &str = "lifeguard-bench-rss";
 const NODE: &str = "lifeguard-bench-phantom";
-const PID_FILE: &str = "/run/lifeguard-cluster/lifeguard-controller.pid";
 
 /// A `/proc/<pid>/status` memory field (`VmRSS`, `VmHWM`) in MiB.
 fn status_mib(pid: u32, field: &str) -> anyhow::Result<f64> {
@@ -57,14 +57,16 @@ async fn main() -> anyhow::Result<()> {
         .map(|a| a.parse())
         .transpose()?
         .unwrap_or(10_000);
+    let client = lifeguard_e2e::client().await?;
     let pid: u32 = match args.next() {
         Some(pid) => pid.parse()?,
-        None => std::fs::read_to_string(PID_FILE)
-            .context("controller pid file")?
-            .trim()
-            .parse()?,
+        None => {
+            let leader = lifeguard_e2e::controller_leader(&client)
+                .await?
+                .context("no controller holds the Lease")?;
+            lifeguard_e2e::local_pid(&leader, "lifeguard-controller")?
+        }
     };
-    let client = lifeguard_e2e::client().await?;
     let namespaces: Api<Namespace> = Api::all(client.clone());
     if namespaces.get_opt(NAMESPACE).await?.is_none() {
         let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": NAMESPACE}}))?;

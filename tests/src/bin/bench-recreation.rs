@@ -7,7 +7,7 @@
 //!
 //! The N workspaces are created one by one over SECONDS (default 120).
 //!
-//! Needs the local run (`./local-up`); reads the controller's `--backoff` from its process.
+//! Needs the local run (`./local-up`); reads the controller's `--backoff` from its Deployment.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -22,15 +22,15 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use lifeguard_api::Workspace;
 use lifeguard_e2e::{
-    LocalController, Rejector, apply_crds, node_name, sleeping_workspace, unique_name,
+    Component, Rejector, apply_crds, arg_value, declared_container, node_name, sleeping_workspace,
+    unique_name,
 };
 use serde_json::json;
 
-fn controller_backoff() -> anyhow::Result<String> {
-    let controller = LocalController::capture()?;
-    Ok(controller
-        .arg_value("--backoff")
-        .map_or_else(|| "15s (default)".into(), String::from))
+/// The installed controller's `--backoff`, as its Deployment declares it.
+async fn controller_backoff(client: &Client) -> anyhow::Result<String> {
+    let controller = declared_container(client, Component::Controller).await?;
+    Ok(arg_value(&controller, "--backoff").unwrap_or_else(|| "15s (default)".into()))
 }
 
 fn rejected(pod: &Pod) -> bool {
@@ -133,7 +133,7 @@ async fn main() -> anyhow::Result<()> {
     latencies.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     println!("workspaces: {n}, created over {seconds} s ({spells} rejection spells)");
-    println!("controller backoff: {}", controller_backoff()?);
+    println!("controller backoff: {}", controller_backoff(&client).await?);
     println!(
         "rejection -> replacement created: n={} p50={:.0} ms p99={:.0} ms max={:.0} ms",
         latencies.len(),

@@ -1,6 +1,6 @@
-//! Shared by the prober's end-to-end tests: the local run's prober (a DaemonSet pod on the
-//! host network, see `start_prober` in cluster/lifeguard.sh), its workspace storage (a
-//! loop-mounted ext4 image) and guards that undo every disruption, also on failure.
+//! Shared by the prober's end-to-end tests: the installed prober (a DaemonSet pod on the
+//! node's pod network), its workspace storage (a loop-mounted ext4 image, see
+//! cluster/lifeguard.sh) and guards that undo every disruption, also on failure.
 
 #![allow(dead_code)]
 
@@ -14,7 +14,6 @@ use kube::api::{Api, ListParams};
 use kube::{Client, ResourceExt};
 use serde_json::Value;
 
-pub const OPS: &str = "http://127.0.0.1:8089";
 pub const STORAGE: &str = "/var/lib/lifeguard-cluster/workspace-storage";
 pub const NAMESPACE: &str = "lifeguard-system";
 pub const DAEMONSET_SELECTOR: &str = "app.kubernetes.io/name=lifeguard-workspace-node";
@@ -62,8 +61,41 @@ pub fn cluster_lock(exclusive: bool) -> anyhow::Result<File> {
     Ok(file)
 }
 
+/// `http://<pod IP>:8089` of the prober pod that runs now (a replaced pod has a new IP),
+/// reached over the node's pod bridge, as the kubelet's probes reach it.
+pub fn ops() -> anyhow::Result<String> {
+    let kubeconfig =
+        std::env::var("KUBECONFIG").unwrap_or_else(|_| lifeguard_e2e::LOCAL_KUBECONFIG.to_string());
+    let out = Command::new("kubectl")
+        .env("KUBECONFIG", kubeconfig)
+        .args([
+            "-n",
+            NAMESPACE,
+            "get",
+            "pods",
+            "-l",
+            DAEMONSET_SELECTOR,
+            "--field-selector=status.phase=Running",
+            "-o",
+            "jsonpath={range .items[*]}{.metadata.deletionTimestamp}/{.status.podIP}{\"\\n\"}{end}",
+        ])
+        .output()
+        .context("running kubectl")?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.strip_prefix('/').filter(|ip| !ip.is_empty()))
+        .map(|ip| format!("http://{ip}:8089"))
+        .with_context(|| {
+            format!(
+                "no running prober pod with an IP: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+}
+
 /// GET on the prober's port: (status code, body, time taken).
 pub fn get(path: &str) -> anyhow::Result<(u16, String, Duration)> {
+    let base = ops()?;
     let started = Instant::now();
     let out = Command::new("curl")
         .args([
@@ -72,7 +104,7 @@ pub fn get(path: &str) -> anyhow::Result<(u16, String, Duration)> {
             "5",
             "-w",
             "\n%{http_code}",
-            &format!("{OPS}{path}"),
+            &format!("{base}{path}"),
         ])
         .output()
         .context("running curl")?;
@@ -282,7 +314,8 @@ pub fn prober_pid() -> anyhow::Result<u32> {
         let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
             continue;
         };
-        if cmdline.split(|b| *b == 0).next() == Some(b"/lifeguard-prober") {
+        let program = cmdline.split(|b| *b == 0).next().unwrap_or_default();
+        if program.ends_with(b"/lifeguard-prober") {
             return Ok(pid);
         }
     }

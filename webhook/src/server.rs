@@ -19,6 +19,7 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
 use crate::cache::Caches;
+use crate::certs::CertStore;
 use crate::decision::{self, Context};
 use crate::metrics::Metrics;
 use crate::review::{self, AdmissionRequest, Outcome};
@@ -26,6 +27,8 @@ use crate::review::{self, AdmissionRequest, Outcome};
 #[derive(Clone)]
 pub struct AppState {
     pub caches: Arc<Caches>,
+    /// Serving certificate; not ready until one is loaded.
+    pub certs: Arc<CertStore>,
     pub metrics: Metrics,
     pub recreation_users: Arc<Vec<String>>,
 }
@@ -136,14 +139,19 @@ fn decide(state: &AppState, webhook: Webhook, request: &AdmissionRequest) -> Out
 }
 
 async fn readyz(State(state): State<AppState>) -> Response {
-    if state.caches.is_ready() {
-        (StatusCode::OK, "ready").into_response()
-    } else {
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "MaintenanceWindow and Namespace caches not synced yet",
-        )
-            .into_response()
+    match readiness(state.caches.is_ready(), state.certs.is_loaded()) {
+        Ok(()) => (StatusCode::OK, "ready").into_response(),
+        Err(why) => (StatusCode::SERVICE_UNAVAILABLE, why).into_response(),
+    }
+}
+
+/// Ready only with synced caches (decisions need them) and a certificate to serve (the
+/// API server cannot connect without one).
+fn readiness(caches_synced: bool, certificate_loaded: bool) -> Result<(), &'static str> {
+    match (caches_synced, certificate_loaded) {
+        (true, true) => Ok(()),
+        (false, _) => Err("MaintenanceWindow and Namespace caches not synced yet"),
+        (true, false) => Err("no serving certificate loaded yet"),
     }
 }
 
@@ -207,5 +215,79 @@ pub async fn serve_tls(
     tokio::select! {
         () = graceful.shutdown() => {}
         () = tokio::time::sleep(grace) => tracing::warn!("connections still open after {grace:?}; closing"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use axum::http::Request;
+    use http_body_util::BodyExt as _;
+    use tower::ServiceExt as _;
+
+    #[test]
+    fn readiness_needs_synced_caches_and_a_certificate() {
+        assert_eq!(readiness(true, true), Ok(()));
+        assert!(readiness(false, true).is_err());
+        assert!(readiness(false, false).is_err());
+        assert_eq!(
+            readiness(true, false),
+            Err("no serving certificate loaded yet")
+        );
+    }
+
+    async fn readyz_of(state: &AppState) -> (StatusCode, String) {
+        let response = ops_router(state.clone())
+            .oneshot(
+                Request::get("/readyz")
+                    .body(Body::empty())
+                    .expect("request"),
+            )
+            .await
+            .expect("response");
+        let status = response.status();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes();
+        (status, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    #[tokio::test]
+    async fn readyz_turns_ready_once_a_certificate_is_loaded() {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let state = AppState {
+            caches: Caches::fixed(Vec::new()),
+            certs: Arc::new(CertStore::new(provider)),
+            metrics: Metrics::new().expect("metrics"),
+            recreation_users: Arc::new(Vec::new()),
+        };
+        let (status, body) = readyz_of(&state).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(body, "no serving certificate loaded yet");
+
+        let names = crate::certgen::service_dns_names("lifeguard-webhook", "lifeguard-system");
+        let data = crate::certgen::create_all(
+            Timestamp::now(),
+            jiff::SignedDuration::from_hours(1),
+            &names,
+        )
+        .expect("generated");
+        state
+            .certs
+            .offer(
+                &data[crate::certgen::TLS_CRT],
+                &data[crate::certgen::TLS_KEY],
+                "tls.crt",
+                "tls.key",
+            )
+            .expect("loads");
+        assert_eq!(
+            readyz_of(&state).await,
+            (StatusCode::OK, "ready".to_string())
+        );
     }
 }

@@ -8,6 +8,7 @@
 //! every way of replacing it. Secret mode: `manager` hands over `tls.crt`/`tls.key`.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -53,6 +54,9 @@ struct Served {
 pub struct CertStore {
     provider: Arc<CryptoProvider>,
     current: RwLock<Option<Served>>,
+    /// False while the managed mode has not yet seen its CA in every caBundle: serving
+    /// before that would only fail admissions with an unknown-CA error.
+    trusted: AtomicBool,
 }
 
 impl std::fmt::Debug for CertStore {
@@ -100,6 +104,31 @@ impl CertStore {
         Self {
             provider,
             current: RwLock::new(None),
+            trusted: AtomicBool::new(true),
+        }
+    }
+
+    /// For the managed mode: not ready until [`CertStore::mark_trusted`].
+    pub fn untrusted(provider: Arc<CryptoProvider>) -> Self {
+        let store = Self::new(provider);
+        store.trusted.store(false, Ordering::Release);
+        store
+    }
+
+    /// The API server trusts what is served (every caBundle carries its CA). Never reset:
+    /// a later API hiccup must not flap readiness.
+    pub fn mark_trusted(&self) {
+        self.trusted.store(true, Ordering::Release);
+    }
+
+    /// `Ok` when a certificate is loaded and trusted; otherwise why not, for `/readyz`.
+    pub fn readiness(&self) -> Result<(), &'static str> {
+        if !self.is_loaded() {
+            Err("no serving certificate loaded yet")
+        } else if !self.trusted.load(Ordering::Acquire) {
+            Err("serving certificate not yet in every webhook configuration's caBundle")
+        } else {
+            Ok(())
         }
     }
 

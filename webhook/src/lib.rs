@@ -30,7 +30,12 @@ pub use lifeguard_api::process::init_tracing;
 pub async fn run(config: Config) -> anyhow::Result<()> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let metrics = Metrics::new().context("registering metrics")?;
-    let store = Arc::new(CertStore::new(provider.clone()));
+    // Managed mode: not ready until the CA of what is served is in every caBundle.
+    let store = Arc::new(if config.manage_certificate {
+        CertStore::untrusted(provider.clone())
+    } else {
+        CertStore::new(provider.clone())
+    });
     let tls = certs::server_config(store.clone(), provider).context("building the TLS config")?;
 
     let client = kube::Client::try_default()

@@ -139,20 +139,22 @@ fn decide(state: &AppState, webhook: Webhook, request: &AdmissionRequest) -> Out
 }
 
 async fn readyz(State(state): State<AppState>) -> Response {
-    match readiness(state.caches.is_ready(), state.certs.is_loaded()) {
+    match readiness(state.caches.is_ready(), state.certs.readiness()) {
         Ok(()) => (StatusCode::OK, "ready").into_response(),
         Err(why) => (StatusCode::SERVICE_UNAVAILABLE, why).into_response(),
     }
 }
 
-/// Ready only with synced caches (decisions need them) and a certificate to serve (the
-/// API server cannot connect without one).
-fn readiness(caches_synced: bool, certificate_loaded: bool) -> Result<(), &'static str> {
-    match (caches_synced, certificate_loaded) {
-        (true, true) => Ok(()),
-        (false, _) => Err("MaintenanceWindow and Namespace caches not synced yet"),
-        (true, false) => Err("no serving certificate loaded yet"),
+/// Ready only with synced caches (decisions need them) and a certificate the API server
+/// trusts (it cannot connect otherwise).
+fn readiness(
+    caches_synced: bool,
+    certificate: Result<(), &'static str>,
+) -> Result<(), &'static str> {
+    if !caches_synced {
+        return Err("MaintenanceWindow and Namespace caches not synced yet");
     }
+    certificate
 }
 
 async fn metrics(State(state): State<AppState>) -> Response {
@@ -228,13 +230,28 @@ mod tests {
 
     #[test]
     fn readiness_needs_synced_caches_and_a_certificate() {
-        assert_eq!(readiness(true, true), Ok(()));
-        assert!(readiness(false, true).is_err());
-        assert!(readiness(false, false).is_err());
-        assert_eq!(
-            readiness(true, false),
-            Err("no serving certificate loaded yet")
-        );
+        let no_cert = Err("no serving certificate loaded yet");
+        let cases = [
+            (true, Ok(()), Ok(())),
+            (true, no_cert, no_cert),
+            (
+                false,
+                Ok(()),
+                Err("MaintenanceWindow and Namespace caches not synced yet"),
+            ),
+            (
+                false,
+                no_cert,
+                Err("MaintenanceWindow and Namespace caches not synced yet"),
+            ),
+        ];
+        for (caches, certificate, want) in cases {
+            assert_eq!(
+                readiness(caches, certificate),
+                want,
+                "{caches} {certificate:?}"
+            );
+        }
     }
 
     async fn readyz_of(state: &AppState) -> (StatusCode, String) {
@@ -257,11 +274,11 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn readyz_turns_ready_once_a_certificate_is_loaded() {
+    async fn readyz_waits_for_a_certificate_and_its_ca_in_every_bundle() {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let state = AppState {
             caches: Caches::fixed(Vec::new()),
-            certs: Arc::new(CertStore::new(provider)),
+            certs: Arc::new(CertStore::untrusted(provider)),
             metrics: Metrics::new().expect("metrics"),
             recreation_users: Arc::new(Vec::new()),
         };
@@ -285,6 +302,17 @@ mod tests {
                 "tls.key",
             )
             .expect("loads");
+        let (status, body) = readyz_of(&state).await;
+        assert_eq!(
+            status,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "managed mode: CA not published yet"
+        );
+        assert_eq!(
+            body,
+            "serving certificate not yet in every webhook configuration's caBundle"
+        );
+        state.certs.mark_trusted();
         assert_eq!(
             readyz_of(&state).await,
             (StatusCode::OK, "ready".to_string())

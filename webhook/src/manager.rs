@@ -53,7 +53,11 @@ impl Settings {
     /// every replica re-reads the Secret each interval, so three intervals (and at least
     /// ten minutes) is well past the last replica switching.
     pub fn policy(&self) -> Policy {
-        let three = SignedDuration::try_from(self.every * 3).unwrap_or(SignedDuration::MAX);
+        let three = self
+            .every
+            .checked_mul(3)
+            .and_then(|d| SignedDuration::try_from(d).ok())
+            .unwrap_or(SignedDuration::MAX);
         Policy {
             dns_names: certgen::service_dns_names(&self.service, &self.namespace),
             retire_grace: three.max(SignedDuration::from_mins(10)),
@@ -498,7 +502,8 @@ impl Manager {
             .await
         {
             Ok(_) => Ok(()),
-            // A failed `test` op (the configuration changed since it was read) is a 422.
+            // A failed `test` op (the configuration changed since it was read) is a 422
+            // from every API server since 1.12.
             Err(kube::Error::Api(status)) if status.code == 422 || status.is_conflict() => Err(
                 StepError::Conflict(format!("publish {}: {}", config.key(), status.message)),
             ),

@@ -100,3 +100,35 @@ fn actions_are_described_without_dumping_certificates() {
     });
     assert_eq!(text, "removing 1 retired or expired CA(s)");
 }
+
+#[test]
+fn only_conflicts_are_re_planned_at_once() {
+    let api = |code: u16, reason: &str| {
+        kube::Error::Api(Box::new(kube::core::Status {
+            code,
+            reason: reason.to_string(),
+            message: "m".into(),
+            ..kube::core::Status::default()
+        }))
+    };
+    let cases = [
+        (api(409, "Conflict"), true),
+        (api(409, "AlreadyExists"), true),
+        (api(403, "Forbidden"), false),
+        (api(500, "InternalError"), false),
+    ];
+    for (error, conflict) in cases {
+        let code = match &error {
+            kube::Error::Api(status) => status.code,
+            _ => 0,
+        };
+        let got = matches!(failed("create")(error), StepError::Conflict(_));
+        assert_eq!(got, conflict, "HTTP {code}");
+    }
+}
+
+#[test]
+fn the_retire_grace_survives_absurd_intervals() {
+    let grace = settings(Duration::MAX).policy().retire_grace;
+    assert_eq!(grace, SignedDuration::MAX);
+}

@@ -52,6 +52,23 @@ fn timestamp(t: x509_parser::time::ASN1Time) -> Option<Timestamp> {
     Timestamp::from_second(t.timestamp()).ok()
 }
 
+/// `now + validity`, refused instead of overflowing for absurd validities.
+fn later(now: Timestamp, validity: SignedDuration) -> Result<Timestamp, GenError> {
+    now.checked_add(validity)
+        .map_err(|e| GenError::Time(format!("{validity:#} from {now}: {e}")))
+}
+
+/// The CA's lifetime for a leaf `validity`; an error when it cannot be expressed, so the
+/// flag can be refused at start.
+pub fn ca_validity(validity: SignedDuration) -> Result<SignedDuration, GenError> {
+    let ca = validity
+        .checked_mul(CA_VALIDITY_FACTOR)
+        .ok_or_else(|| GenError::Time(format!("{validity:#} times {CA_VALIDITY_FACTOR}")))?;
+    // X.509 times end with the year 9999; jiff's range ends there too.
+    later(Timestamp::now(), ca)?;
+    Ok(ca)
+}
+
 /// PEM of certificates, in order.
 pub fn pem_certificates(ders: &[&[u8]]) -> String {
     use base64::Engine as _;
@@ -124,7 +141,7 @@ pub fn new_ca(now: Timestamp, validity: SignedDuration) -> Result<Generated, Gen
         KeyUsagePurpose::DigitalSignature,
     ];
     params.not_before = offset_time(now - BACKDATE)?;
-    params.not_after = offset_time(now + validity)?;
+    params.not_after = offset_time(later(now, validity)?)?;
     let cert = params.self_signed(&key)?;
     Ok(Generated {
         cert_pem: cert.pem(),
@@ -159,7 +176,7 @@ pub fn issue_leaf(
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     params.use_authority_key_identifier_extension = true;
     params.not_before = offset_time(now - BACKDATE)?;
-    params.not_after = offset_time((now + validity).min(ca.not_after))?;
+    params.not_after = offset_time(later(now, validity)?.min(ca.not_after))?;
     let cert = params.signed_by(&key, &issuer)?;
     Ok(Generated {
         cert_pem: cert.pem(),
@@ -303,7 +320,7 @@ pub fn create_all(
     validity: SignedDuration,
     dns_names: &[String],
 ) -> Result<SecretData, GenError> {
-    let ca = new_ca(now, validity * CA_VALIDITY_FACTOR)?;
+    let ca = new_ca(now, ca_validity(validity)?)?;
     let ca_der = der_certificates(ca.cert_pem.as_bytes())
         .into_iter()
         .next()
@@ -328,7 +345,7 @@ pub fn with_new_ca(
     now: Timestamp,
     validity: SignedDuration,
 ) -> Result<SecretData, GenError> {
-    let ca = new_ca(now, validity * CA_VALIDITY_FACTOR)?;
+    let ca = new_ca(now, ca_validity(validity)?)?;
     let mut keep: Vec<CaCert> = bundle_cas(data.get(CA_CRT).map_or(&[][..], Vec::as_slice));
     for ca in carry_over {
         if !keep.iter().any(|kept| kept.id == ca.id) {

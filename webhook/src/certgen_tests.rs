@@ -325,3 +325,13 @@ proptest! {
         prop_assert!(inspected.stored.leaf.is_none());
     }
 }
+
+#[test]
+fn absurd_validities_are_errors_not_panics() {
+    let huge = SignedDuration::from_hours(24 * 365 * 2000);
+    assert!(ca_validity(YEAR).is_ok());
+    assert!(ca_validity(huge).is_err());
+    assert!(ca_validity(SignedDuration::MAX).is_err());
+    assert!(create_all(now(), huge, &names()).is_err());
+    assert!(new_ca(now(), SignedDuration::MAX).is_err());
+}

@@ -49,7 +49,9 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             service: config.service_name.clone(),
             configurations: config.webhook_configurations.clone(),
             validity: jiff::SignedDuration::try_from(config.certificate_validity)
-                .context("--certificate-validity is too long")?,
+                .ok()
+                .filter(|v| certgen::ca_validity(*v).is_ok())
+                .context("--certificate-validity is too long (the CA, ten times as long, must end before the year 9999)")?,
             every: config.certificate_check_interval,
         };
         let manager =

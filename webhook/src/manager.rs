@@ -11,7 +11,7 @@
 //! Serving: each check GETs the Secret and offers `tls.crt`/`tls.key` to the resolver.
 //! A short poll rather than a watch: the GET is needed for planning anyway, there is no
 //! stream to keep alive, and the lag it adds (one check interval) is covered by the
-//! rotation order, which keeps an old CA trusted for `retire_grace` > 3 intervals after a
+//! rotation order, which keeps an old CA trusted for `retire_grace` (5 intervals) after a
 //! new leaf appears.
 
 use std::sync::Arc;
@@ -50,17 +50,19 @@ pub struct Settings {
 
 impl Settings {
     /// How long a replaced CA stays trusted after the first leaf from its successor:
-    /// every replica re-reads the Secret each interval, so three intervals (and at least
-    /// ten minutes) is well past the last replica switching.
+    /// every replica re-reads the Secret each interval, so five intervals (at least 30 s)
+    /// lets a replica miss four checks (API server unreachable) and still switch in time.
+    /// Proportional to the interval so an e2e run with a short interval sees the whole
+    /// rotation in seconds.
     pub fn policy(&self) -> Policy {
-        let three = self
+        let five = self
             .every
-            .checked_mul(3)
+            .checked_mul(5)
             .and_then(|d| SignedDuration::try_from(d).ok())
             .unwrap_or(SignedDuration::MAX);
         Policy {
             dns_names: certgen::service_dns_names(&self.service, &self.namespace),
-            retire_grace: three.max(SignedDuration::from_mins(10)),
+            retire_grace: five.max(SignedDuration::from_secs(30)),
             backdate: certgen::BACKDATE,
         }
     }

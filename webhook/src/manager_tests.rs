@@ -17,8 +17,9 @@ fn settings(every: Duration) -> Settings {
 #[test]
 fn an_old_ca_outlives_every_replica_s_next_check() {
     let cases = [
-        (Duration::from_secs(60), SignedDuration::from_mins(10)),
-        (Duration::from_secs(600), SignedDuration::from_mins(30)),
+        (Duration::from_secs(60), SignedDuration::from_mins(5)),
+        (Duration::from_secs(5), SignedDuration::from_secs(30)),
+        (Duration::from_secs(1), SignedDuration::from_secs(30)),
     ];
     for (every, grace) in cases {
         assert_eq!(settings(every).policy().retire_grace, grace, "{every:?}");

@@ -143,7 +143,9 @@ impl Reason {
     pub fn as_str(&self) -> &'static str {
         match self {
             Self::Missing => "missing",
-            Self::Unusable => "unusable (garbage, mismatched key, or signed by no CA in ca.crt)",
+            Self::Unusable => {
+                "unusable (garbage, mismatched key, expired, or signed by no CA in ca.crt)"
+            }
             Self::Expiring => "less than a third of its validity left",
             Self::Requested => "requested by the lifeguard.dev/renew annotation",
             Self::NamesChanged => "SANs differ from the service names",

@@ -42,6 +42,43 @@ pub struct Config {
     /// How often the certificate files are checked for changes, e.g. `10s`.
     #[arg(long, env = "LIFEGUARD_WEBHOOK_CERT_POLL", default_value = "10s", value_parser = parse_interval)]
     pub cert_poll_interval: Duration,
+    /// Generate and renew the serving certificate, keep it in `--tls-secret`, and write
+    /// its CA into `--webhook-configuration`s (instead of reading `--tls-cert`/`--tls-key`).
+    #[arg(long, env = "LIFEGUARD_WEBHOOK_MANAGE_CERTIFICATE")]
+    pub manage_certificate: bool,
+    /// Secret holding the managed certificate (`tls.crt`, `tls.key`, `ca.crt`, `ca.key`).
+    #[arg(
+        long,
+        env = "LIFEGUARD_WEBHOOK_TLS_SECRET",
+        default_value = "lifeguard-webhook-tls"
+    )]
+    pub tls_secret: String,
+    /// Service the API server calls; the certificate's SANs are its DNS names.
+    #[arg(
+        long,
+        env = "LIFEGUARD_WEBHOOK_SERVICE_NAME",
+        default_value = "lifeguard-webhook"
+    )]
+    pub service_name: String,
+    /// Namespace of the Secret and the Service (the downward API gives the pod's own).
+    #[arg(long, env = "POD_NAMESPACE", default_value = "lifeguard-system")]
+    pub namespace: String,
+    /// lifeguard's own webhook configurations (validating or mutating) whose `caBundle` is
+    /// kept; no other configuration is ever written.
+    #[arg(
+        long = "webhook-configuration",
+        env = "LIFEGUARD_WEBHOOK_CONFIGURATIONS",
+        value_delimiter = ',',
+        default_value = "lifeguard-validate,lifeguard-mutate"
+    )]
+    pub webhook_configurations: Vec<String>,
+    /// Lifetime of a managed serving certificate (the CA gets ten times as long); renewed
+    /// when less than a third is left. Hours at most as unit, e.g. `8760h`.
+    #[arg(long, env = "LIFEGUARD_WEBHOOK_CERTIFICATE_VALIDITY", default_value = "8760h", value_parser = parse_interval)]
+    pub certificate_validity: Duration,
+    /// How often the managed certificate, the Secret and the caBundles are checked.
+    #[arg(long, env = "LIFEGUARD_WEBHOOK_CERTIFICATE_CHECK_INTERVAL", default_value = "1m", value_parser = parse_interval)]
+    pub certificate_check_interval: Duration,
     /// Largest AdmissionReview body accepted; the API server caps objects at about 1.5 MiB
     /// and a review may carry the object twice.
     #[arg(long, env = "LIFEGUARD_WEBHOOK_MAX_BODY_BYTES", default_value_t = 6 * 1024 * 1024)]
@@ -70,11 +107,44 @@ mod tests {
         assert_eq!(config.metrics_listen.port(), 8080);
         assert!(config.recreation_users.is_empty());
         assert_eq!(config.cert_poll_interval, Duration::from_secs(10));
+        assert!(!config.manage_certificate, "file mode unless asked");
+        assert_eq!(config.tls_secret, "lifeguard-webhook-tls");
+        assert_eq!(config.service_name, "lifeguard-webhook");
+        assert_eq!(
+            config.webhook_configurations,
+            ["lifeguard-validate", "lifeguard-mutate"]
+        );
+        assert_eq!(
+            config.certificate_validity,
+            Duration::from_secs(365 * 86_400)
+        );
+        assert_eq!(config.certificate_check_interval, Duration::from_secs(60));
         let config = Config::try_parse_from([
             "lifeguard-webhook",
             "--recreation-user=system:serviceaccount:lifeguard-system:lifeguard-controller",
         ])
         .expect("flag parses");
         assert_eq!(config.recreation_users.len(), 1);
+    }
+
+    #[test]
+    fn managed_certificate_flags_parse() {
+        let config = Config::try_parse_from([
+            "lifeguard-webhook",
+            "--manage-certificate",
+            "--namespace=ops",
+            "--webhook-configuration=a,b",
+            "--webhook-configuration=c",
+            "--certificate-validity=24h",
+            "--certificate-check-interval=10s",
+        ])
+        .expect("flags parse");
+        assert!(config.manage_certificate);
+        assert_eq!(config.namespace, "ops");
+        assert_eq!(config.webhook_configurations, ["a", "b", "c"]);
+        assert_eq!(config.certificate_validity, Duration::from_secs(86_400));
+        assert_eq!(config.certificate_check_interval, Duration::from_secs(10));
+        let zero = Config::try_parse_from(["lifeguard-webhook", "--certificate-validity=0s"]);
+        assert!(zero.is_err(), "a zero validity is refused");
     }
 }

@@ -2,11 +2,14 @@
 //! rejects invalid lifeguard objects, and stamps the disposal finalizer on workspace pods.
 
 pub mod cache;
+pub mod certgen;
 pub mod certs;
 pub mod cli;
 pub mod decision;
+pub mod manager;
 pub mod metrics;
 pub mod review;
+pub mod rotation;
 pub mod server;
 
 use std::sync::Arc;
@@ -17,7 +20,7 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
 use crate::cache::Caches;
-use crate::certs::CertStore;
+use crate::certs::{CertStore, FileSource};
 use crate::cli::Config;
 use crate::metrics::Metrics;
 use crate::server::AppState;
@@ -27,18 +30,47 @@ pub use lifeguard_api::process::init_tracing;
 pub async fn run(config: Config) -> anyhow::Result<()> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let metrics = Metrics::new().context("registering metrics")?;
-    let store = Arc::new(
-        CertStore::load(&config.tls_cert, &config.tls_key, provider.clone())
-            .context("loading the serving certificate")?,
-    );
+    // Managed mode: not ready until the CA of what is served is in every caBundle.
+    let store = Arc::new(if config.manage_certificate {
+        CertStore::untrusted(provider.clone())
+    } else {
+        CertStore::new(provider.clone())
+    });
     let tls = certs::server_config(store.clone(), provider).context("building the TLS config")?;
-    tokio::spawn(store.watch(config.cert_poll_interval, metrics.clone()));
 
     let client = kube::Client::try_default()
         .await
         .context("connecting to the Kubernetes API (KUBECONFIG or in-cluster)")?;
+    if config.manage_certificate {
+        // Not ready (and no TLS) until the first check has loaded a certificate.
+        let settings = manager::Settings {
+            secret: config.tls_secret.clone(),
+            namespace: config.namespace.clone(),
+            service: config.service_name.clone(),
+            configurations: config.webhook_configurations.clone(),
+            validity: jiff::SignedDuration::try_from(config.certificate_validity)
+                .ok()
+                .filter(|v| certgen::ca_validity(*v).is_ok())
+                .context("--certificate-validity is too long (the CA, ten times as long, must end before the year 9999)")?,
+            every: config.certificate_check_interval,
+        };
+        let manager =
+            manager::Manager::new(client.clone(), settings, store.clone(), metrics.clone());
+        tokio::spawn(manager.run());
+    } else {
+        let files = FileSource {
+            cert_path: config.tls_cert.clone(),
+            key_path: config.tls_key.clone(),
+        };
+        files
+            .load_into(&store)
+            .context("loading the serving certificate")?;
+        store.record(&metrics);
+        tokio::spawn(files.watch(store.clone(), config.cert_poll_interval, metrics.clone()));
+    }
     let state = AppState {
         caches: Caches::start(client, metrics.clone()),
+        certs: store,
         metrics,
         recreation_users: Arc::new(config.recreation_users.clone()),
     };

@@ -11,6 +11,9 @@ pub struct Metrics {
     pub latency: HistogramVec,
     pub bad_requests: IntCounterVec,
     pub cert_reloads: IntCounterVec,
+    pub certificate_expiry: IntGauge,
+    pub certificate_renewals: IntCounterVec,
+    pub certificate_errors: IntCounterVec,
     pub cache_synced: IntGauge,
     pub windows_cached: IntGauge,
     pub windows_invalid: IntGauge,
@@ -51,6 +54,25 @@ impl Metrics {
             ),
             &["result"],
         )?;
+        let certificate_expiry = IntGauge::new(
+            "lifeguard_webhook_certificate_expiry_timestamp_seconds",
+            "notAfter of the serving certificate this replica serves, seconds since the epoch.",
+        )?;
+        let certificate_renewals = IntCounterVec::new(
+            Opts::new(
+                "lifeguard_webhook_certificate_renewals_total",
+                "Managed certificates this replica issued, by kind (leaf, ca).",
+            ),
+            &["kind"],
+        )?;
+        let certificate_errors = IntCounterVec::new(
+            Opts::new(
+                "lifeguard_webhook_certificate_errors_total",
+                "Failed steps of the certificate manager, by step (read, create, rotate-ca, \
+                 publish, issue-leaf, drop-cas, clear-renew, load).",
+            ),
+            &["step"],
+        )?;
         let cache_synced = IntGauge::new(
             "lifeguard_webhook_cache_synced",
             "1 once the MaintenanceWindow and Namespace caches have synced.",
@@ -67,6 +89,9 @@ impl Metrics {
         registry.register(Box::new(latency.clone()))?;
         registry.register(Box::new(bad_requests.clone()))?;
         registry.register(Box::new(cert_reloads.clone()))?;
+        registry.register(Box::new(certificate_expiry.clone()))?;
+        registry.register(Box::new(certificate_renewals.clone()))?;
+        registry.register(Box::new(certificate_errors.clone()))?;
         registry.register(Box::new(cache_synced.clone()))?;
         registry.register(Box::new(windows_cached.clone()))?;
         registry.register(Box::new(windows_invalid.clone()))?;
@@ -76,6 +101,9 @@ impl Metrics {
             latency,
             bad_requests,
             cert_reloads,
+            certificate_expiry,
+            certificate_renewals,
+            certificate_errors,
             cache_synced,
             windows_cached,
             windows_invalid,

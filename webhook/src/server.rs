@@ -19,6 +19,7 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
 use crate::cache::Caches;
+use crate::certs::CertStore;
 use crate::decision::{self, Context};
 use crate::metrics::Metrics;
 use crate::review::{self, AdmissionRequest, Outcome};
@@ -26,6 +27,8 @@ use crate::review::{self, AdmissionRequest, Outcome};
 #[derive(Clone)]
 pub struct AppState {
     pub caches: Arc<Caches>,
+    /// Serving certificate; not ready until one is loaded.
+    pub certs: Arc<CertStore>,
     pub metrics: Metrics,
     pub recreation_users: Arc<Vec<String>>,
 }
@@ -136,15 +139,22 @@ fn decide(state: &AppState, webhook: Webhook, request: &AdmissionRequest) -> Out
 }
 
 async fn readyz(State(state): State<AppState>) -> Response {
-    if state.caches.is_ready() {
-        (StatusCode::OK, "ready").into_response()
-    } else {
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "MaintenanceWindow and Namespace caches not synced yet",
-        )
-            .into_response()
+    match readiness(state.caches.is_ready(), state.certs.readiness()) {
+        Ok(()) => (StatusCode::OK, "ready").into_response(),
+        Err(why) => (StatusCode::SERVICE_UNAVAILABLE, why).into_response(),
     }
+}
+
+/// Ready only with synced caches (decisions need them) and a certificate the API server
+/// trusts (it cannot connect otherwise).
+fn readiness(
+    caches_synced: bool,
+    certificate: Result<(), &'static str>,
+) -> Result<(), &'static str> {
+    if !caches_synced {
+        return Err("MaintenanceWindow and Namespace caches not synced yet");
+    }
+    certificate
 }
 
 async fn metrics(State(state): State<AppState>) -> Response {
@@ -207,5 +217,105 @@ pub async fn serve_tls(
     tokio::select! {
         () = graceful.shutdown() => {}
         () = tokio::time::sleep(grace) => tracing::warn!("connections still open after {grace:?}; closing"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use axum::http::Request;
+    use http_body_util::BodyExt as _;
+    use tower::ServiceExt as _;
+
+    #[test]
+    fn readiness_needs_synced_caches_and_a_certificate() {
+        let no_cert = Err("no serving certificate loaded yet");
+        let cases = [
+            (true, Ok(()), Ok(())),
+            (true, no_cert, no_cert),
+            (
+                false,
+                Ok(()),
+                Err("MaintenanceWindow and Namespace caches not synced yet"),
+            ),
+            (
+                false,
+                no_cert,
+                Err("MaintenanceWindow and Namespace caches not synced yet"),
+            ),
+        ];
+        for (caches, certificate, want) in cases {
+            assert_eq!(
+                readiness(caches, certificate),
+                want,
+                "{caches} {certificate:?}"
+            );
+        }
+    }
+
+    async fn readyz_of(state: &AppState) -> (StatusCode, String) {
+        let response = ops_router(state.clone())
+            .oneshot(
+                Request::get("/readyz")
+                    .body(Body::empty())
+                    .expect("request"),
+            )
+            .await
+            .expect("response");
+        let status = response.status();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes();
+        (status, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    #[tokio::test]
+    async fn readyz_waits_for_a_certificate_and_its_ca_in_every_bundle() {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let state = AppState {
+            caches: Caches::fixed(Vec::new()),
+            certs: Arc::new(CertStore::untrusted(provider)),
+            metrics: Metrics::new().expect("metrics"),
+            recreation_users: Arc::new(Vec::new()),
+        };
+        let (status, body) = readyz_of(&state).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(body, "no serving certificate loaded yet");
+
+        let names = crate::certgen::service_dns_names("lifeguard-webhook", "lifeguard-system");
+        let data = crate::certgen::create_all(
+            Timestamp::now(),
+            jiff::SignedDuration::from_hours(1),
+            &names,
+        )
+        .expect("generated");
+        state
+            .certs
+            .offer(
+                &data[crate::certgen::TLS_CRT],
+                &data[crate::certgen::TLS_KEY],
+                "tls.crt",
+                "tls.key",
+            )
+            .expect("loads");
+        let (status, body) = readyz_of(&state).await;
+        assert_eq!(
+            status,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "managed mode: CA not published yet"
+        );
+        assert_eq!(
+            body,
+            "serving certificate not yet in every webhook configuration's caBundle"
+        );
+        state.certs.mark_trusted();
+        assert_eq!(
+            readyz_of(&state).await,
+            (StatusCode::OK, "ready".to_string())
+        );
     }
 }

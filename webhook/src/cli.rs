@@ -44,7 +44,17 @@ pub struct Config {
     pub cert_poll_interval: Duration,
     /// Generate and renew the serving certificate, keep it in `--tls-secret`, and write
     /// its CA into `--webhook-configuration`s (instead of reading `--tls-cert`/`--tls-key`).
-    #[arg(long, env = "LIFEGUARD_WEBHOOK_MANAGE_CERTIFICATE")]
+    /// The env value is read as a boolean ("true"/"false"), so the cert-manager
+    /// component can turn off what the default install turns on.
+    #[arg(
+        long,
+        env = "LIFEGUARD_WEBHOOK_MANAGE_CERTIFICATE",
+        action = clap::ArgAction::Set,
+        value_parser = clap::builder::BoolishValueParser::new(),
+        default_value_t = false,
+        num_args = 0..=1,
+        default_missing_value = "true"
+    )]
     pub manage_certificate: bool,
     /// Secret holding the managed certificate (`tls.crt`, `tls.key`, `ca.crt`, `ca.key`).
     #[arg(
@@ -146,5 +156,33 @@ mod tests {
         assert_eq!(config.certificate_check_interval, Duration::from_secs(10));
         let zero = Config::try_parse_from(["lifeguard-webhook", "--certificate-validity=0s"]);
         assert!(zero.is_err(), "a zero validity is refused");
+    }
+
+    /// The install sets `LIFEGUARD_WEBHOOK_MANAGE_CERTIFICATE` to "true" and the
+    /// cert-manager component sets it to "false": both must be honoured. Each case reads
+    /// its own variable name (the argument's env renamed) so parallel tests never race.
+    #[test]
+    fn manage_certificate_env_accepts_true_and_false() {
+        use clap::{CommandFactory, FromArgMatches};
+        for (var, value, expected) in [
+            ("LIFEGUARD_TEST_MANAGE_CERTIFICATE_TRUE", "true", true),
+            ("LIFEGUARD_TEST_MANAGE_CERTIFICATE_FALSE", "false", false),
+        ] {
+            // SAFETY: the variable name is unique to this test case; nothing else reads it.
+            unsafe { std::env::set_var(var, value) };
+            let matches = Config::command()
+                .mut_arg("manage_certificate", |arg| arg.env(var))
+                .try_get_matches_from(["lifeguard-webhook"])
+                .expect("env value parses");
+            let config = Config::from_arg_matches(&matches).expect("config builds");
+            assert_eq!(config.manage_certificate, expected, "{var}={value}");
+        }
+        for (flag, expected) in [
+            ("--manage-certificate=true", true),
+            ("--manage-certificate=false", false),
+        ] {
+            let config = Config::try_parse_from(["lifeguard-webhook", flag]).expect("flag parses");
+            assert_eq!(config.manage_certificate, expected, "{flag}");
+        }
     }
 }

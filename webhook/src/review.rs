@@ -1,9 +1,27 @@
 //! The AdmissionReview wire format (`admission.k8s.io/v1`): parsing with clear errors for
 //! anything the API server would never send, and encoding responses.
+//!
+//! Parsing reads only what the decisions use. The review is deserialized into borrowed,
+//! typed structs: unknown fields are skipped without being stored, `object` and `oldObject`
+//! are first taken as `&RawValue` (a slice of the body, no allocation), and only the parts
+//! a decision reads are then built as values: the object's `metadata` without
+//! `managedFields`, and its `spec` for lifeguard's own kinds (validation needs it).
+//! `oldObject` is never built: its `spec` is compared byte for byte with the new one.
+//! A 3 MiB `oldObject` therefore costs nothing beyond the body itself.
+//!
+//! Why not `kube::core::admission::AdmissionReview`: it deserializes `object` and
+//! `oldObject` fully into `DynamicObject` trees (a 2.5-million-element array becomes about
+//! 80 MB of `serde_json::Value`), which is the memory blow-up this parser exists to avoid.
+
+use std::fmt;
 
 use base64::Engine;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+
+use lifeguard_api::names::GROUP;
 
 pub const API_VERSION: &str = "admission.k8s.io/v1";
 
@@ -35,8 +53,14 @@ pub struct AdmissionRequest {
     pub operation: Operation,
     pub namespace: Option<String>,
     pub name: Option<String>,
+    /// The parts of `object` the decisions read: `metadata` (without `managedFields`) and,
+    /// for lifeguard's own kinds, `spec`. Other fields (a pod's spec, status) are skipped.
     pub object: Option<Value>,
     pub username: String,
+    /// UPDATE only: `object.spec` is byte for byte `oldObject.spec` (both absent counts as
+    /// equal). The API server encodes both with the same serializer, so an update that only
+    /// touched metadata (finalizers, annotations, labels) or status compares equal.
+    pub spec_unchanged: bool,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -59,17 +83,18 @@ pub enum ReviewError {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct WireReview {
+struct WireReview<'a> {
     #[serde(default)]
     api_version: String,
     #[serde(default)]
     kind: String,
-    request: Option<Value>,
+    #[serde(default, borrow)]
+    request: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct WireRequest {
+struct WireRequest<'a> {
     uid: String,
     kind: WireKind,
     operation: String,
@@ -77,8 +102,10 @@ struct WireRequest {
     namespace: Option<String>,
     #[serde(default)]
     name: Option<String>,
-    #[serde(default)]
-    object: Option<Value>,
+    #[serde(default, borrow)]
+    object: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    old_object: Option<&'a RawValue>,
     #[serde(default)]
     user_info: Option<WireUser>,
 }
@@ -96,6 +123,15 @@ struct WireUser {
     username: String,
 }
 
+/// An object as raw slices of the body; whatever else it holds is skipped unread.
+#[derive(Deserialize)]
+struct WireObject<'a> {
+    #[serde(default, borrow)]
+    metadata: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    spec: Option<&'a RawValue>,
+}
+
 pub fn parse(body: &[u8]) -> Result<AdmissionRequest, ReviewError> {
     let review: WireReview =
         serde_json::from_slice(body).map_err(|e| ReviewError::NotJson(e.to_string()))?;
@@ -105,8 +141,11 @@ pub fn parse(body: &[u8]) -> Result<AdmissionRequest, ReviewError> {
     if review.kind != "AdmissionReview" {
         return Err(ReviewError::WrongKind(review.kind));
     }
-    let request = review.request.ok_or(ReviewError::MissingRequest)?;
-    let request: WireRequest = serde_json::from_value(request)
+    let request = review
+        .request
+        .filter(|r| r.get() != "null")
+        .ok_or(ReviewError::MissingRequest)?;
+    let request: WireRequest = serde_json::from_str(request.get())
         .map_err(|e| ReviewError::MalformedRequest(e.to_string()))?;
     if request.uid.is_empty() {
         return Err(ReviewError::EmptyUid);
@@ -118,6 +157,18 @@ pub fn parse(body: &[u8]) -> Result<AdmissionRequest, ReviewError> {
         "CONNECT" => Operation::Connect,
         other => return Err(ReviewError::UnknownOperation(other.to_string())),
     };
+    let object = raw_object(request.object, "object")?;
+    let old_object = raw_object(request.old_object, "oldObject")?;
+    let spec_unchanged = operation == Operation::Update
+        && match (&object, &old_object) {
+            (Some(new), Some(old)) => new.spec.map(RawValue::get) == old.spec.map(RawValue::get),
+            _ => false,
+        };
+    let wants_spec = request.kind.group == GROUP;
+    let object = object
+        .map(|o| decoded_object(&o, wants_spec))
+        .transpose()
+        .map_err(|e| ReviewError::MalformedRequest(format!("object: {e}")))?;
     Ok(AdmissionRequest {
         uid: request.uid,
         group: request.kind.group,
@@ -125,9 +176,71 @@ pub fn parse(body: &[u8]) -> Result<AdmissionRequest, ReviewError> {
         operation,
         namespace: request.namespace.filter(|n| !n.is_empty()),
         name: request.name.filter(|n| !n.is_empty()),
-        object: request.object.filter(|o| !o.is_null()),
+        object,
         username: request.user_info.map(|u| u.username).unwrap_or_default(),
+        spec_unchanged,
     })
+}
+
+/// `None` for an absent or null object; an error for anything but a JSON object (the API
+/// server only ever sends objects there).
+fn raw_object<'a>(
+    raw: Option<&'a RawValue>,
+    field: &str,
+) -> Result<Option<WireObject<'a>>, ReviewError> {
+    let Some(raw) = raw.filter(|r| r.get() != "null") else {
+        return Ok(None);
+    };
+    if !raw.get().starts_with('{') {
+        return Err(ReviewError::MalformedRequest(format!(
+            "{field} is not a JSON object"
+        )));
+    }
+    serde_json::from_str(raw.get())
+        .map(Some)
+        .map_err(|e| ReviewError::MalformedRequest(format!("{field}: {e}")))
+}
+
+/// Builds the value the decisions read from the raw parts. A `metadata` that is not a JSON
+/// object is dropped (the decisions then see no labels), as the old full parse did.
+fn decoded_object(raw: &WireObject, with_spec: bool) -> Result<Value, serde_json::Error> {
+    let mut object = Map::new();
+    if let Some(metadata) = raw.metadata.filter(|m| m.get().starts_with('{')) {
+        let metadata: Metadata = serde_json::from_str(metadata.get())?;
+        object.insert("metadata".into(), Value::Object(metadata.0));
+    }
+    if with_spec && let Some(spec) = raw.spec {
+        object.insert("spec".into(), serde_json::from_str(spec.get())?);
+    }
+    Ok(Value::Object(object))
+}
+
+/// An object's metadata without `managedFields`, which can be the bulk of a real object and
+/// which no decision reads.
+struct Metadata(Map<String, Value>);
+
+impl<'de> Deserialize<'de> for Metadata {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MetadataVisitor;
+        impl<'de> Visitor<'de> for MetadataVisitor {
+            type Value = Metadata;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("object metadata")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Metadata, A::Error> {
+                let mut fields = Map::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == "managedFields" {
+                        map.next_value::<IgnoredAny>()?;
+                    } else {
+                        fields.insert(key, map.next_value()?);
+                    }
+                }
+                Ok(Metadata(fields))
+            }
+        }
+        deserializer.deserialize_map(MetadataVisitor)
+    }
 }
 
 /// The review the API server expects back.

@@ -86,9 +86,12 @@ impl BodyBudget {
         self.total - self.bytes.available_permits()
     }
 
-    /// Reads `body`, taking budget for each chunk as it arrives (a client that stalls holds
-    /// only what it sent). `content_length`, when given, refuses an oversized body before
-    /// reading it and sizes the buffer once.
+    /// Reads `body` under the budget. With a `content_length` (the API server always sends
+    /// one) an oversized body is refused before it is read, and the whole length is taken
+    /// from the budget at once before reading: requests are then served in arrival order
+    /// (the semaphore is fair), where taking it piecemeal would let many large bodies each
+    /// hold a part and all wait for the rest. A body without a length takes budget chunk by
+    /// chunk as it arrives.
     pub async fn read(
         &self,
         content_length: Option<u64>,
@@ -103,6 +106,10 @@ impl BodyBudget {
         }
         let deadline = Instant::now() + self.read_timeout;
         let mut permit: Option<OwnedSemaphorePermit> = None;
+        if let Some(length) = content_length {
+            // Fits: checked against max_body above.
+            self.take(&mut permit, length as usize).await?;
+        }
         let mut buffer = Vec::with_capacity(content_length.unwrap_or(0) as usize);
         let mut chunks: Vec<Bytes> = Vec::new();
         let mut received = 0usize;
@@ -122,11 +129,13 @@ impl BodyBudget {
                 drain(body).await;
                 return Err(too_large);
             }
-            self.take(&mut permit, data.len()).await?;
-            if content_length.is_some() {
-                buffer.extend_from_slice(&data);
-            } else {
-                chunks.push(data);
+            match content_length {
+                // hyper ends the body with an error if it runs past its declared length.
+                Some(_) => buffer.extend_from_slice(&data),
+                None => {
+                    self.take(&mut permit, data.len()).await?;
+                    chunks.push(data);
+                }
             }
         }
         let bytes = match (content_length, chunks.len()) {

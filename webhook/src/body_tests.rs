@@ -113,3 +113,30 @@ fn the_body_limit_never_exceeds_the_budget() {
         "a body larger than the budget could never be admitted"
     );
 }
+
+#[tokio::test]
+async fn a_declared_length_is_taken_whole_before_reading() {
+    let budget = budget(10, 10);
+    let (_sender, receiver) = futures::channel::mpsc::channel::<Result<Bytes, std::io::Error>>(1);
+    let mut first = Box::pin(budget.read(Some(6), Body::from_stream(receiver)));
+    assert!(
+        futures::poll!(first.as_mut()).is_pending(),
+        "no byte has arrived"
+    );
+    assert_eq!(
+        budget.in_flight(),
+        6,
+        "the whole declared length is reserved, so a second large body waits its turn \
+         instead of both holding a part"
+    );
+    let error = budget
+        .read(Some(6), Body::from("123456"))
+        .await
+        .expect_err("no room for a second 6 bytes");
+    assert_eq!(error, BodyError::Busy { total: 10 });
+    assert_eq!(
+        budget.in_flight(),
+        6,
+        "the refused request returned what it took"
+    );
+}

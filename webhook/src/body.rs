@@ -108,7 +108,10 @@ impl BodyBudget {
         let mut permit: Option<OwnedSemaphorePermit> = None;
         if let Some(length) = content_length {
             // Fits: checked against max_body above.
-            self.take(&mut permit, length as usize).await?;
+            if let Err(error) = self.take(&mut permit, length as usize).await {
+                drain(body).await;
+                return Err(error);
+            }
         }
         let mut buffer = Vec::with_capacity(content_length.unwrap_or(0) as usize);
         let mut chunks: Vec<Bytes> = Vec::new();
@@ -133,7 +136,11 @@ impl BodyBudget {
                 // hyper ends the body with an error if it runs past its declared length.
                 Some(_) => buffer.extend_from_slice(&data),
                 None => {
-                    self.take(&mut permit, data.len()).await?;
+                    if let Err(error) = self.take(&mut permit, data.len()).await {
+                        drop((permit, chunks));
+                        drain(body).await;
+                        return Err(error);
+                    }
                     chunks.push(data);
                 }
             }

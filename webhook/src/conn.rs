@@ -193,18 +193,24 @@ impl Activity {
     }
 
     fn touch(&self) {
-        let now = self.start.elapsed().as_millis() as u64;
-        self.last_ms.store(now, Ordering::Relaxed);
+        self.touch_at(Instant::now());
+    }
+
+    fn touch_at(&self, now: Instant) {
+        let ms = now.saturating_duration_since(self.start).as_millis() as u64;
+        self.last_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// When the connection turns idle if no bytes move until then; `None` if it is idle
+    /// at `now` already.
+    fn idle_at(&self, now: Instant, idle: Duration) -> Option<Instant> {
+        let last = self.start + Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
+        Some(last + idle).filter(|deadline| *deadline > now)
     }
 
     /// Resolves once no bytes have moved for `idle`.
     async fn idle_for(&self, idle: Duration) {
-        loop {
-            let last = self.start + Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
-            let deadline = last + idle;
-            if Instant::now() >= deadline {
-                return;
-            }
+        while let Some(deadline) = self.idle_at(Instant::now(), idle) {
             tokio::time::sleep_until(deadline).await;
         }
     }
@@ -266,5 +272,36 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Tracked<T> {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_connection_is_idle_only_after_a_quiet_idle_timeout() {
+        let idle = Duration::from_secs(60);
+        let activity = Activity::new();
+        let at = |secs: u64| activity.start + Duration::from_secs(secs);
+        // (seconds since accept, bytes moved at that moment, turns idle at (None: idle now))
+        let steps = [
+            (59, false, Some(60)),
+            (60, false, None),
+            (60, true, Some(120)),
+            (90, false, Some(120)),
+            (119, true, Some(179)),
+            (179, false, None),
+        ];
+        for (secs, touch, expected) in steps {
+            if touch {
+                activity.touch_at(at(secs));
+            }
+            assert_eq!(
+                activity.idle_at(at(secs), idle),
+                expected.map(at),
+                "at {secs} s"
+            );
+        }
     }
 }

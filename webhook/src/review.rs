@@ -1,11 +1,12 @@
 //! The AdmissionReview wire format (`admission.k8s.io/v1`): parsing with clear errors for
 //! anything the API server would never send, and encoding responses.
 //!
-//! Parsing reads only what the decisions use. The review is deserialized into borrowed,
-//! typed structs: unknown fields are skipped without being stored, `object` and `oldObject`
-//! are first taken as `&RawValue` (a slice of the body, no allocation), and only the parts
-//! a decision reads are then built as values: the object's `metadata` without
-//! `managedFields`, and its `spec` for lifeguard's own kinds (validation needs it).
+//! Parsing reads only what the decisions use, in one pass over the body. The review is
+//! deserialized into borrowed, typed structs: unknown fields are skipped without being
+//! stored, and of `object` and `oldObject` only `metadata` and `spec` are kept, as
+//! `&RawValue` (slices of the body, no allocation). Only the parts a decision reads are
+//! then built as values: the object's `metadata` without `managedFields`, and its `spec`
+//! for lifeguard's own kinds (validation needs it).
 //! `oldObject` is never built: its `spec` is compared byte for byte with the new one.
 //! A 3 MiB `oldObject` therefore costs nothing beyond the body itself.
 //!
@@ -81,6 +82,7 @@ pub enum ReviewError {
     UnknownOperation(String),
 }
 
+/// The review in one pass over the body: the usual case.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct WireReview<'a> {
@@ -89,12 +91,25 @@ struct WireReview<'a> {
     #[serde(default)]
     kind: String,
     #[serde(default, borrow)]
+    request: Option<WireRequest<ObjectParts<'a>>>,
+}
+
+/// The envelope alone, to name what is wrong when the one-pass parse fails.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Envelope<'a> {
+    #[serde(default)]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(default, borrow)]
     request: Option<&'a RawValue>,
 }
 
+/// `O`: how `object` and `oldObject` are read (their parts, or raw for diagnosis).
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct WireRequest<'a> {
+#[serde(rename_all = "camelCase", bound(deserialize = "O: Deserialize<'de>"))]
+struct WireRequest<O> {
     uid: String,
     kind: WireKind,
     operation: String,
@@ -102,10 +117,10 @@ struct WireRequest<'a> {
     namespace: Option<String>,
     #[serde(default)]
     name: Option<String>,
-    #[serde(default, borrow)]
-    object: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    old_object: Option<&'a RawValue>,
+    #[serde(default)]
+    object: Option<O>,
+    #[serde(default)]
+    old_object: Option<O>,
     #[serde(default)]
     user_info: Option<WireUser>,
 }
@@ -123,30 +138,21 @@ struct WireUser {
     username: String,
 }
 
-/// An object as raw slices of the body; whatever else it holds is skipped unread.
-#[derive(Deserialize)]
-struct WireObject<'a> {
-    #[serde(default, borrow)]
-    metadata: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    spec: Option<&'a RawValue>,
+pub fn parse(body: &[u8]) -> Result<AdmissionRequest, ReviewError> {
+    match serde_json::from_slice::<WireReview>(body) {
+        Ok(review) => checked(review),
+        Err(error) => Err(diagnose(body, error)),
+    }
 }
 
-pub fn parse(body: &[u8]) -> Result<AdmissionRequest, ReviewError> {
-    let review: WireReview =
-        serde_json::from_slice(body).map_err(|e| ReviewError::NotJson(e.to_string()))?;
+fn checked(review: WireReview) -> Result<AdmissionRequest, ReviewError> {
     if review.api_version != API_VERSION {
         return Err(ReviewError::WrongApiVersion(review.api_version));
     }
     if review.kind != "AdmissionReview" {
         return Err(ReviewError::WrongKind(review.kind));
     }
-    let request = review
-        .request
-        .filter(|r| r.get() != "null")
-        .ok_or(ReviewError::MissingRequest)?;
-    let request: WireRequest = serde_json::from_str(request.get())
-        .map_err(|e| ReviewError::MalformedRequest(e.to_string()))?;
+    let request = review.request.ok_or(ReviewError::MissingRequest)?;
     if request.uid.is_empty() {
         return Err(ReviewError::EmptyUid);
     }
@@ -157,15 +163,14 @@ pub fn parse(body: &[u8]) -> Result<AdmissionRequest, ReviewError> {
         "CONNECT" => Operation::Connect,
         other => return Err(ReviewError::UnknownOperation(other.to_string())),
     };
-    let object = raw_object(request.object, "object")?;
-    let old_object = raw_object(request.old_object, "oldObject")?;
     let spec_unchanged = operation == Operation::Update
-        && match (&object, &old_object) {
+        && match (&request.object, &request.old_object) {
             (Some(new), Some(old)) => new.spec.map(RawValue::get) == old.spec.map(RawValue::get),
             _ => false,
         };
     let wants_spec = request.kind.group == GROUP;
-    let object = object
+    let object = request
+        .object
         .map(|o| decoded_object(&o, wants_spec))
         .transpose()
         .map_err(|e| ReviewError::MalformedRequest(format!("object: {e}")))?;
@@ -182,28 +187,85 @@ pub fn parse(body: &[u8]) -> Result<AdmissionRequest, ReviewError> {
     })
 }
 
-/// `None` for an absent or null object; an error for anything but a JSON object (the API
-/// server only ever sends objects there).
-fn raw_object<'a>(
-    raw: Option<&'a RawValue>,
-    field: &str,
-) -> Result<Option<WireObject<'a>>, ReviewError> {
-    let Some(raw) = raw.filter(|r| r.get() != "null") else {
-        return Ok(None);
+/// Names what is wrong with a body the one-pass parse refused, checking in the order a
+/// reader would: JSON at all, the envelope, the request, its objects. Runs only on bad
+/// requests, so the extra passes cost nothing in the usual case.
+fn diagnose(body: &[u8], error: serde_json::Error) -> ReviewError {
+    let envelope: Envelope = match serde_json::from_slice(body) {
+        Ok(envelope) => envelope,
+        Err(e) => return ReviewError::NotJson(e.to_string()),
     };
-    if !raw.get().starts_with('{') {
-        return Err(ReviewError::MalformedRequest(format!(
-            "{field} is not a JSON object"
-        )));
+    if envelope.api_version != API_VERSION {
+        return ReviewError::WrongApiVersion(envelope.api_version);
     }
-    serde_json::from_str(raw.get())
-        .map(Some)
-        .map_err(|e| ReviewError::MalformedRequest(format!("{field}: {e}")))
+    if envelope.kind != "AdmissionReview" {
+        return ReviewError::WrongKind(envelope.kind);
+    }
+    let Some(request) = envelope.request else {
+        return ReviewError::MissingRequest;
+    };
+    let request: WireRequest<&RawValue> = match serde_json::from_str(request.get()) {
+        Ok(request) => request,
+        Err(e) => return ReviewError::MalformedRequest(e.to_string()),
+    };
+    for (field, raw) in [
+        ("object", request.object),
+        ("oldObject", request.old_object),
+    ] {
+        if raw.is_some_and(|r| !r.get().starts_with('{')) {
+            return ReviewError::MalformedRequest(format!("{field} is not a JSON object"));
+        }
+    }
+    ReviewError::MalformedRequest(error.to_string())
+}
+
+/// An object as raw slices of the body: whatever else it holds is skipped unread. Only a
+/// JSON object is accepted (serde's derive would also take an array).
+struct ObjectParts<'a> {
+    metadata: Option<&'a RawValue>,
+    spec: Option<&'a RawValue>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for ObjectParts<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(field_identifier, rename_all = "lowercase")]
+        enum Field {
+            Metadata,
+            Spec,
+            #[serde(other)]
+            Other,
+        }
+        struct PartsVisitor<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for PartsVisitor<'a> {
+            type Value = ObjectParts<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut parts = ObjectParts {
+                    metadata: None,
+                    spec: None,
+                };
+                while let Some(field) = map.next_key::<Field>()? {
+                    match field {
+                        Field::Metadata => parts.metadata = map.next_value()?,
+                        Field::Spec => parts.spec = map.next_value()?,
+                        Field::Other => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(parts)
+            }
+        }
+        deserializer.deserialize_map(PartsVisitor(std::marker::PhantomData))
+    }
 }
 
 /// Builds the value the decisions read from the raw parts. A `metadata` that is not a JSON
 /// object is dropped (the decisions then see no labels), as the old full parse did.
-fn decoded_object(raw: &WireObject, with_spec: bool) -> Result<Value, serde_json::Error> {
+fn decoded_object(raw: &ObjectParts, with_spec: bool) -> Result<Value, serde_json::Error> {
     let mut object = Map::new();
     if let Some(metadata) = raw.metadata.filter(|m| m.get().starts_with('{')) {
         let metadata: Metadata = serde_json::from_str(metadata.get())?;

@@ -104,6 +104,19 @@ pub struct Config {
     /// Log format.
     #[arg(long, env = "LIFEGUARD_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
+    /// Bytes of admission bodies held in memory at once, across all requests; a request
+    /// that finds no room within 2 s gets 503. Keep it well under the memory limit.
+    #[arg(long, env = "LIFEGUARD_WEBHOOK_MAX_BYTES_IN_FLIGHT", default_value_t = 16 * 1024 * 1024)]
+    pub max_bytes_in_flight: usize,
+    /// Open admission connections at most; further ones wait to be accepted.
+    #[arg(long, env = "LIFEGUARD_WEBHOOK_MAX_CONNECTIONS", default_value_t = 128)]
+    pub max_connections: usize,
+    /// Time a client has to send a request's headers (HTTP/1) and, separately, its body.
+    #[arg(long, env = "LIFEGUARD_WEBHOOK_READ_TIMEOUT", default_value = "10s", value_parser = parse_interval)]
+    pub read_timeout: Duration,
+    /// A connection that moves no bytes for this long is closed gracefully.
+    #[arg(long, env = "LIFEGUARD_WEBHOOK_IDLE_TIMEOUT", default_value = "60s", value_parser = parse_interval)]
+    pub idle_timeout: Duration,
 }
 
 #[cfg(test)]

@@ -55,7 +55,13 @@ fn labels(object: Option<&Value>) -> BTreeMap<String, String> {
 
 pub fn validate(request: &AdmissionRequest, ctx: &Context) -> Outcome {
     let writes = matches!(request.operation, Operation::Create | Operation::Update);
-    match subject(request) {
+    let subject = subject(request);
+    if matches!(subject, Subject::Workspace | Subject::MaintenanceWindow)
+        && metadata_only_or_deleting(request)
+    {
+        return Outcome::Allow;
+    }
+    match subject {
         Subject::Workspace if writes => {
             let Some(object) = &request.object else {
                 return invalid("the request carries no Workspace object".into());
@@ -80,6 +86,21 @@ pub fn validate(request: &AdmissionRequest, ctx: &Context) -> Outcome {
         }
         _ => Outcome::Allow,
     }
+}
+
+/// An UPDATE that leaves the spec as it was (finalizer patches, drain annotations, label
+/// edits, status writes), or that is part of a deletion. These must go through even when the
+/// object's stored spec would fail today's validation: otherwise a Workspace created while
+/// the webhook was unregistered could never lose its finalizer, and deletion would hang.
+/// The UPDATE webhook entry is also `failurePolicy: Ignore` for the same reason
+/// (manifests/webhook/webhooks.yaml).
+fn metadata_only_or_deleting(request: &AdmissionRequest) -> bool {
+    let deleting = request
+        .object
+        .as_ref()
+        .and_then(|o| o.pointer("/metadata/deletionTimestamp"))
+        .is_some_and(|t| !t.is_null());
+    request.operation == Operation::Update && (request.spec_unchanged || deleting)
 }
 
 /// A replacement for a rejected pod: made by the controller for an existing Workspace.
@@ -172,3 +193,7 @@ pub fn mutate(request: &AdmissionRequest) -> Outcome {
         Some(_) => Outcome::Allow,
     }
 }
+
+#[cfg(test)]
+#[path = "decision_update_tests.rs"]
+mod update_tests;

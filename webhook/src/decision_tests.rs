@@ -52,6 +52,7 @@ fn request(group: &str, kind: &str, operation: Operation, object: Value) -> Admi
         name: None,
         object: Some(object),
         username: "controller".into(),
+        spec_unchanged: false,
     }
 }
 

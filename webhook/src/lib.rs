@@ -1,10 +1,12 @@
 //! lifeguard's admission webhook: denies workspace starts during maintenance windows,
 //! rejects invalid lifeguard objects, and stamps the disposal finalizer on workspace pods.
 
+pub mod body;
 pub mod cache;
 pub mod certgen;
 pub mod certs;
 pub mod cli;
+pub mod conn;
 pub mod decision;
 pub mod manager;
 pub mod metrics;
@@ -19,9 +21,11 @@ use anyhow::Context as _;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
+use crate::body::BodyBudget;
 use crate::cache::Caches;
 use crate::certs::{CertStore, FileSource};
 use crate::cli::Config;
+use crate::conn::ConnLimits;
 use crate::metrics::Metrics;
 use crate::server::AppState;
 
@@ -89,11 +93,14 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             tracing::error!(%error, "health and metrics server stopped");
         }
     });
-    let app = server::admission_router(state, config.max_body_bytes);
-    server::serve_tls(
+    let metrics = state.metrics.clone();
+    let app = server::admission_router(state, BodyBudget::from_config(&config));
+    conn::serve_tls(
         admission,
         TlsAcceptor::from(Arc::new(tls)),
         app,
+        ConnLimits::from_config(&config),
+        metrics,
         lifeguard_api::process::shutdown_signal(),
         Duration::from_secs(20),
     )

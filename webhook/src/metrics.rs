@@ -17,6 +17,9 @@ pub struct Metrics {
     pub cache_synced: IntGauge,
     pub windows_cached: IntGauge,
     pub windows_invalid: IntGauge,
+    pub body_rejections: IntCounterVec,
+    pub body_bytes_in_flight: IntGauge,
+    pub connections: IntGauge,
 }
 
 impl Metrics {
@@ -85,6 +88,24 @@ impl Metrics {
             "lifeguard_webhook_windows_invalid",
             "MaintenanceWindows in the cache that cannot be enforced because their spec is invalid.",
         )?;
+        let body_rejections = IntCounterVec::new(
+            Opts::new(
+                "lifeguard_webhook_body_rejections_total",
+                "Admission bodies refused before parsing, by webhook and reason (too_large, busy: the in-flight byte budget stayed full, timed_out, read_error).",
+            ),
+            &["webhook", "reason"],
+        )?;
+        let body_bytes_in_flight = IntGauge::new(
+            "lifeguard_webhook_body_bytes_in_flight",
+            "Bytes of admission bodies held in memory, counted against --max-bytes-in-flight.",
+        )?;
+        let connections = IntGauge::new(
+            "lifeguard_webhook_connections",
+            "Open admission connections (TLS handshakes included), bounded by --max-connections.",
+        )?;
+        registry.register(Box::new(body_rejections.clone()))?;
+        registry.register(Box::new(body_bytes_in_flight.clone()))?;
+        registry.register(Box::new(connections.clone()))?;
         registry.register(Box::new(admissions.clone()))?;
         registry.register(Box::new(latency.clone()))?;
         registry.register(Box::new(bad_requests.clone()))?;
@@ -107,6 +128,9 @@ impl Metrics {
             cache_synced,
             windows_cached,
             windows_invalid,
+            body_rejections,
+            body_bytes_in_flight,
+            connections,
         })
     }
 

@@ -1,9 +1,28 @@
 //! The AdmissionReview wire format (`admission.k8s.io/v1`): parsing with clear errors for
 //! anything the API server would never send, and encoding responses.
+//!
+//! Parsing reads only what the decisions use, in one pass over the body. The review is
+//! deserialized into borrowed, typed structs: unknown fields are skipped without being
+//! stored, and of `object` and `oldObject` only `metadata` and `spec` are kept, as
+//! `&RawValue` (slices of the body, no allocation). Only the parts a decision reads are
+//! then built as values: the object's `metadata` without `managedFields`, and its `spec`
+//! for lifeguard's own kinds (validation needs it).
+//! `oldObject` is never built: its `spec` is compared byte for byte with the new one.
+//! A 3 MiB `oldObject` therefore costs nothing beyond the body itself.
+//!
+//! Why not `kube::core::admission::AdmissionReview`: it deserializes `object` and
+//! `oldObject` fully into `DynamicObject` trees (a 2.5-million-element array becomes about
+//! 80 MB of `serde_json::Value`), which is the memory blow-up this parser exists to avoid.
+
+use std::fmt;
 
 use base64::Engine;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+
+use lifeguard_api::names::GROUP;
 
 pub const API_VERSION: &str = "admission.k8s.io/v1";
 
@@ -35,8 +54,14 @@ pub struct AdmissionRequest {
     pub operation: Operation,
     pub namespace: Option<String>,
     pub name: Option<String>,
+    /// The parts of `object` the decisions read: `metadata` (without `managedFields`) and,
+    /// for lifeguard's own kinds, `spec`. Other fields (a pod's spec, status) are skipped.
     pub object: Option<Value>,
     pub username: String,
+    /// UPDATE only: `object.spec` is byte for byte `oldObject.spec` (both absent counts as
+    /// equal). The API server encodes both with the same serializer, so an update that only
+    /// touched metadata (finalizers, annotations, labels) or status compares equal.
+    pub spec_unchanged: bool,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -57,19 +82,34 @@ pub enum ReviewError {
     UnknownOperation(String),
 }
 
+/// The review in one pass over the body: the usual case.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct WireReview {
+struct WireReview<'a> {
     #[serde(default)]
     api_version: String,
     #[serde(default)]
     kind: String,
-    request: Option<Value>,
+    #[serde(default, borrow)]
+    request: Option<WireRequest<ObjectParts<'a>>>,
 }
 
+/// The envelope alone, to name what is wrong when the one-pass parse fails.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct WireRequest {
+struct Envelope<'a> {
+    #[serde(default)]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(default, borrow)]
+    request: Option<&'a RawValue>,
+}
+
+/// `O`: how `object` and `oldObject` are read (their parts, or raw for diagnosis).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", bound(deserialize = "O: Deserialize<'de>"))]
+struct WireRequest<O> {
     uid: String,
     kind: WireKind,
     operation: String,
@@ -78,7 +118,9 @@ struct WireRequest {
     #[serde(default)]
     name: Option<String>,
     #[serde(default)]
-    object: Option<Value>,
+    object: Option<O>,
+    #[serde(default)]
+    old_object: Option<O>,
     #[serde(default)]
     user_info: Option<WireUser>,
 }
@@ -97,8 +139,13 @@ struct WireUser {
 }
 
 pub fn parse(body: &[u8]) -> Result<AdmissionRequest, ReviewError> {
-    let review: WireReview =
-        serde_json::from_slice(body).map_err(|e| ReviewError::NotJson(e.to_string()))?;
+    match serde_json::from_slice::<WireReview>(body) {
+        Ok(review) => checked(review),
+        Err(error) => Err(diagnose(body, error)),
+    }
+}
+
+fn checked(review: WireReview) -> Result<AdmissionRequest, ReviewError> {
     if review.api_version != API_VERSION {
         return Err(ReviewError::WrongApiVersion(review.api_version));
     }
@@ -106,8 +153,6 @@ pub fn parse(body: &[u8]) -> Result<AdmissionRequest, ReviewError> {
         return Err(ReviewError::WrongKind(review.kind));
     }
     let request = review.request.ok_or(ReviewError::MissingRequest)?;
-    let request: WireRequest = serde_json::from_value(request)
-        .map_err(|e| ReviewError::MalformedRequest(e.to_string()))?;
     if request.uid.is_empty() {
         return Err(ReviewError::EmptyUid);
     }
@@ -118,6 +163,17 @@ pub fn parse(body: &[u8]) -> Result<AdmissionRequest, ReviewError> {
         "CONNECT" => Operation::Connect,
         other => return Err(ReviewError::UnknownOperation(other.to_string())),
     };
+    let spec_unchanged = operation == Operation::Update
+        && match (&request.object, &request.old_object) {
+            (Some(new), Some(old)) => new.spec.map(RawValue::get) == old.spec.map(RawValue::get),
+            _ => false,
+        };
+    let wants_spec = request.kind.group == GROUP;
+    let object = request
+        .object
+        .map(|o| decoded_object(&o, wants_spec))
+        .transpose()
+        .map_err(|e| ReviewError::MalformedRequest(format!("object: {e}")))?;
     Ok(AdmissionRequest {
         uid: request.uid,
         group: request.kind.group,
@@ -125,9 +181,128 @@ pub fn parse(body: &[u8]) -> Result<AdmissionRequest, ReviewError> {
         operation,
         namespace: request.namespace.filter(|n| !n.is_empty()),
         name: request.name.filter(|n| !n.is_empty()),
-        object: request.object.filter(|o| !o.is_null()),
+        object,
         username: request.user_info.map(|u| u.username).unwrap_or_default(),
+        spec_unchanged,
     })
+}
+
+/// Names what is wrong with a body the one-pass parse refused, checking in the order a
+/// reader would: JSON at all, the envelope, the request, its objects. Runs only on bad
+/// requests, so the extra passes cost nothing in the usual case.
+fn diagnose(body: &[u8], error: serde_json::Error) -> ReviewError {
+    let envelope: Envelope = match serde_json::from_slice(body) {
+        Ok(envelope) => envelope,
+        Err(e) => return ReviewError::NotJson(e.to_string()),
+    };
+    if envelope.api_version != API_VERSION {
+        return ReviewError::WrongApiVersion(envelope.api_version);
+    }
+    if envelope.kind != "AdmissionReview" {
+        return ReviewError::WrongKind(envelope.kind);
+    }
+    let Some(request) = envelope.request else {
+        return ReviewError::MissingRequest;
+    };
+    let request: WireRequest<&RawValue> = match serde_json::from_str(request.get()) {
+        Ok(request) => request,
+        Err(e) => return ReviewError::MalformedRequest(e.to_string()),
+    };
+    for (field, raw) in [
+        ("object", request.object),
+        ("oldObject", request.old_object),
+    ] {
+        if raw.is_some_and(|r| !r.get().starts_with('{')) {
+            return ReviewError::MalformedRequest(format!("{field} is not a JSON object"));
+        }
+    }
+    ReviewError::MalformedRequest(error.to_string())
+}
+
+/// An object as raw slices of the body: whatever else it holds is skipped unread. Only a
+/// JSON object is accepted (serde's derive would also take an array).
+struct ObjectParts<'a> {
+    metadata: Option<&'a RawValue>,
+    spec: Option<&'a RawValue>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for ObjectParts<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(field_identifier, rename_all = "lowercase")]
+        enum Field {
+            Metadata,
+            Spec,
+            #[serde(other)]
+            Other,
+        }
+        struct PartsVisitor<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for PartsVisitor<'a> {
+            type Value = ObjectParts<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut parts = ObjectParts {
+                    metadata: None,
+                    spec: None,
+                };
+                while let Some(field) = map.next_key::<Field>()? {
+                    match field {
+                        Field::Metadata => parts.metadata = map.next_value()?,
+                        Field::Spec => parts.spec = map.next_value()?,
+                        Field::Other => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(parts)
+            }
+        }
+        deserializer.deserialize_map(PartsVisitor(std::marker::PhantomData))
+    }
+}
+
+/// Builds the value the decisions read from the raw parts. A `metadata` that is not a JSON
+/// object is dropped (the decisions then see no labels), as the old full parse did.
+fn decoded_object(raw: &ObjectParts, with_spec: bool) -> Result<Value, serde_json::Error> {
+    let mut object = Map::new();
+    if let Some(metadata) = raw.metadata.filter(|m| m.get().starts_with('{')) {
+        let metadata: Metadata = serde_json::from_str(metadata.get())?;
+        object.insert("metadata".into(), Value::Object(metadata.0));
+    }
+    if with_spec && let Some(spec) = raw.spec {
+        object.insert("spec".into(), serde_json::from_str(spec.get())?);
+    }
+    Ok(Value::Object(object))
+}
+
+/// An object's metadata without `managedFields`, which can be the bulk of a real object and
+/// which no decision reads.
+struct Metadata(Map<String, Value>);
+
+impl<'de> Deserialize<'de> for Metadata {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MetadataVisitor;
+        impl<'de> Visitor<'de> for MetadataVisitor {
+            type Value = Metadata;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("object metadata")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Metadata, A::Error> {
+                let mut fields = Map::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == "managedFields" {
+                        map.next_value::<IgnoredAny>()?;
+                    } else {
+                        fields.insert(key, map.next_value()?);
+                    }
+                }
+                Ok(Metadata(fields))
+            }
+        }
+        deserializer.deserialize_map(MetadataVisitor)
+    }
 }
 
 /// The review the API server expects back.

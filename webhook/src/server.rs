@@ -1,23 +1,17 @@
 //! HTTP surfaces: admission over TLS, and health plus metrics over plain HTTP.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use axum::Router;
-use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{StatusCode, header};
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
 use jiff::Timestamp;
 use serde_json::json;
-use tokio::net::TcpListener;
-use tokio_rustls::TlsAcceptor;
 
+use crate::body::{BodyBudget, BodyError};
 use crate::cache::Caches;
 use crate::certs::CertStore;
 use crate::decision::{self, Context};
@@ -48,12 +42,26 @@ impl Webhook {
     }
 }
 
-pub fn admission_router(state: AppState, max_body_bytes: usize) -> Router {
+/// The admission endpoints' state: the shared state plus the body budget.
+#[derive(Clone)]
+struct Admission {
+    state: AppState,
+    budget: Arc<BodyBudget>,
+}
+
+/// `/validate` and `/mutate`. Bodies are read under `budget` (size limit per request and a
+/// bound on bytes held across requests); errors are answered as JSON `{"error": ...}`.
+pub fn admission_router(state: AppState, budget: BodyBudget) -> Router {
     Router::new()
         .route("/validate", post(validate))
         .route("/mutate", post(mutate))
-        .layer(DefaultBodyLimit::max(max_body_bytes))
-        .with_state(state)
+        // The budget enforces the limit itself (with a JSON answer); axum's default 2 MiB
+        // limit applies only to its own extractors, which these handlers do not use.
+        .layer(DefaultBodyLimit::disable())
+        .with_state(Admission {
+            state,
+            budget: Arc::new(budget),
+        })
 }
 
 pub fn ops_router(state: AppState) -> Router {
@@ -64,12 +72,63 @@ pub fn ops_router(state: AppState) -> Router {
         .with_state(state)
 }
 
-async fn validate(State(state): State<AppState>, body: Bytes) -> Response {
-    admit(&state, Webhook::Validate, &body)
+async fn validate(State(admission): State<Admission>, request: Request) -> Response {
+    receive(&admission, Webhook::Validate, request).await
 }
 
-async fn mutate(State(state): State<AppState>, body: Bytes) -> Response {
-    admit(&state, Webhook::Mutate, &body)
+async fn mutate(State(admission): State<Admission>, request: Request) -> Response {
+    receive(&admission, Webhook::Mutate, request).await
+}
+
+/// Reads the body under the budget, then decides; the body's bytes stay counted until the
+/// answer is built.
+async fn receive(admission: &Admission, webhook: Webhook, request: Request) -> Response {
+    let content_length = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let metrics = &admission.state.metrics;
+    let body = match admission
+        .budget
+        .read(content_length, request.into_body())
+        .await
+    {
+        Ok(body) => body,
+        Err(error) => {
+            let (status, reason) = match error {
+                BodyError::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
+                BodyError::Busy { .. } => (StatusCode::SERVICE_UNAVAILABLE, "busy"),
+                BodyError::TimedOut(_) => (StatusCode::REQUEST_TIMEOUT, "timed_out"),
+                BodyError::Read(_) => (StatusCode::BAD_REQUEST, "read_error"),
+            };
+            metrics
+                .body_rejections
+                .with_label_values(&[webhook.label(), reason])
+                .inc();
+            tracing::warn!(webhook = webhook.label(), %error, "admission body refused");
+            let mut response = json_error(status, &error.to_string());
+            if status == StatusCode::SERVICE_UNAVAILABLE {
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            return response;
+        }
+    };
+    metrics
+        .body_bytes_in_flight
+        .set(admission.budget.in_flight() as i64);
+    let response = admit(&admission.state, webhook, &body.bytes);
+    drop(body);
+    metrics
+        .body_bytes_in_flight
+        .set(admission.budget.in_flight() as i64);
+    response
+}
+
+fn json_error(status: StatusCode, message: &str) -> Response {
+    let body = json!({ "error": message }).to_string();
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 fn admit(state: &AppState, webhook: Webhook, body: &[u8]) -> Response {
@@ -83,13 +142,7 @@ fn admit(state: &AppState, webhook: Webhook, body: &[u8]) -> Response {
                 .with_label_values(&[webhook.label()])
                 .inc();
             tracing::warn!(webhook = webhook.label(), %error, "bad admission request");
-            let body = json!({ "error": error.to_string() }).to_string();
-            return (
-                StatusCode::BAD_REQUEST,
-                [(header::CONTENT_TYPE, "application/json")],
-                body,
-            )
-                .into_response();
+            return json_error(StatusCode::BAD_REQUEST, &error.to_string());
         }
     };
     let outcome = decide(state, webhook, &request);
@@ -164,62 +217,6 @@ async fn metrics(State(state): State<AppState>) -> Response {
     )
         .into_response()
 }
-
-/// Serves `app` over TLS until `shutdown` resolves, then lets open requests finish (up to
-/// `grace`).
-pub async fn serve_tls(
-    listener: TcpListener,
-    acceptor: TlsAcceptor,
-    app: Router,
-    shutdown: impl std::future::Future<Output = ()>,
-    grace: Duration,
-) {
-    let graceful = GracefulShutdown::new();
-    let builder = auto::Builder::new(TokioExecutor::new());
-    tokio::pin!(shutdown);
-    loop {
-        let (tcp, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    // Out of file descriptors and the like: pause instead of spinning.
-                    tracing::warn!(%error, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            () = &mut shutdown => break,
-        };
-        let _ = tcp.set_nodelay(true);
-        let acceptor = acceptor.clone();
-        let service = TowerToHyperService::new(app.clone());
-        let builder = builder.clone();
-        let watcher = graceful.watcher();
-        tokio::spawn(async move {
-            let tls =
-                match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
-                    Ok(Ok(tls)) => tls,
-                    Ok(Err(error)) => {
-                        tracing::debug!(%peer, %error, "TLS handshake failed");
-                        return;
-                    }
-                    Err(_) => {
-                        tracing::debug!(%peer, "TLS handshake timed out");
-                        return;
-                    }
-                };
-            let connection = builder.serve_connection(TokioIo::new(tls), service);
-            if let Err(error) = watcher.watch(connection.into_owned()).await {
-                tracing::debug!(%peer, %error, "connection ended with an error");
-            }
-        });
-    }
-    tokio::select! {
-        () = graceful.shutdown() => {}
-        () = tokio::time::sleep(grace) => tracing::warn!("connections still open after {grace:?}; closing"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

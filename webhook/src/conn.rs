@@ -1,0 +1,307 @@
+//! Serving the admission router over TLS (HTTP/1.1 and HTTP/2) with bounds on what a
+//! client can hold: the number of connections, the time to send request headers, the time
+//! a connection may sit idle, and the HTTP/2 flow-control windows (the data a peer may
+//! push that the webhook has not read yet).
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::Router;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
+use tokio::time::Instant;
+use tokio_rustls::TlsAcceptor;
+
+use crate::cli::Config;
+use crate::metrics::Metrics;
+
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Per-connection HTTP/2 receive windows. They bound what a peer can make the webhook
+/// buffer without reading it (while a request waits for body budget): connection window
+/// times `max_connections` in the worst case. Admission bodies are a few KiB, so smaller
+/// windows than hyper's defaults cost nothing.
+const H2_CONNECTION_WINDOW: u32 = 256 * 1024;
+const H2_STREAM_WINDOW: u32 = 128 * 1024;
+const H2_MAX_STREAMS: u32 = 100;
+/// HTTP/1 read buffer (headers and body chunks in flight per connection).
+const H1_MAX_BUF: usize = 64 * 1024;
+
+#[derive(Debug, Clone, Copy)]
+pub struct ConnLimits {
+    pub max_connections: usize,
+    /// HTTP/1: from the start of a request to the end of its headers.
+    pub header_read_timeout: Duration,
+    /// A connection with no bytes read or written for this long is closed gracefully
+    /// (HTTP/2 GOAWAY; HTTP/1 closes after the current exchange).
+    pub idle_timeout: Duration,
+}
+
+impl ConnLimits {
+    pub fn from_config(config: &Config) -> Self {
+        Self {
+            max_connections: config.max_connections,
+            header_read_timeout: config.read_timeout,
+            idle_timeout: config.idle_timeout,
+        }
+    }
+}
+
+/// Serves `app` over TLS until `shutdown` resolves, then lets open requests finish (up to
+/// `grace`). At `max_connections` no further connection is accepted until one closes:
+/// the rest wait in the kernel's accept queue.
+pub async fn serve_tls(
+    listener: TcpListener,
+    acceptor: TlsAcceptor,
+    app: Router,
+    limits: ConnLimits,
+    metrics: Metrics,
+    shutdown: impl std::future::Future<Output = ()>,
+    grace: Duration,
+) {
+    let max_connections = limits.max_connections.clamp(1, Semaphore::MAX_PERMITS);
+    let slots = Arc::new(Semaphore::new(max_connections));
+    let (stop, stopping) = watch::channel(false);
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .max_buf_size(H1_MAX_BUF);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .initial_connection_window_size(H2_CONNECTION_WINDOW)
+        .initial_stream_window_size(H2_STREAM_WINDOW)
+        .max_concurrent_streams(H2_MAX_STREAMS);
+    let builder = Arc::new(builder);
+    tokio::pin!(shutdown);
+    loop {
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_) => break, // never closed
+            },
+            () = &mut shutdown => break,
+        };
+        let (tcp, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    // Out of file descriptors and the like: pause instead of spinning.
+                    tracing::warn!(%error, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let _ = tcp.set_nodelay(true);
+        let acceptor = acceptor.clone();
+        let service = TowerToHyperService::new(app.clone());
+        let builder = builder.clone();
+        let mut stopping = stopping.clone();
+        let open = metrics.connections.clone();
+        tokio::spawn(async move {
+            let _slot = slot;
+            open.inc();
+            let _open = scopeguard(move || open.dec());
+            let tls = match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await
+            {
+                Ok(Ok(tls)) => tls,
+                Ok(Err(error)) => {
+                    tracing::debug!(%peer, %error, "TLS handshake failed");
+                    return;
+                }
+                Err(_) => {
+                    tracing::debug!(%peer, "TLS handshake timed out");
+                    return;
+                }
+            };
+            let activity = Activity::new();
+            let io = TokioIo::new(Tracked {
+                inner: tls,
+                activity: activity.clone(),
+            });
+            let connection = builder.serve_connection(io, service);
+            tokio::pin!(connection);
+            let mut closing = false;
+            loop {
+                tokio::select! {
+                    result = connection.as_mut() => {
+                        if let Err(error) = result {
+                            tracing::debug!(%peer, %error, "connection ended with an error");
+                        }
+                        break;
+                    }
+                    _ = stopping.changed(), if !closing => {
+                        connection.as_mut().graceful_shutdown();
+                        closing = true;
+                    }
+                    () = activity.idle_for(limits.idle_timeout), if !closing => {
+                        tracing::debug!(%peer, "closing idle connection");
+                        connection.as_mut().graceful_shutdown();
+                        closing = true;
+                    }
+                }
+            }
+        });
+    }
+    let _ = stop.send(true);
+    // Every connection holds a slot until it ends: all slots back means all closed.
+    let all = u32::try_from(max_connections).unwrap_or(u32::MAX);
+    tokio::select! {
+        _ = slots.acquire_many(all) => {}
+        () = tokio::time::sleep(grace) => tracing::warn!("connections still open after {grace:?}; closing"),
+    }
+}
+
+/// Runs `f` when dropped, however the task ends.
+fn scopeguard(f: impl FnOnce()) -> impl Drop {
+    struct Guard<F: FnOnce()>(Option<F>);
+    impl<F: FnOnce()> Drop for Guard<F> {
+        fn drop(&mut self) {
+            if let Some(f) = self.0.take() {
+                f();
+            }
+        }
+    }
+    Guard(Some(f))
+}
+
+/// When a connection last moved bytes, in milliseconds since it was accepted.
+#[derive(Clone)]
+struct Activity {
+    start: Instant,
+    last_ms: Arc<AtomicU64>,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Self {
+            start: Instant::now(),
+            last_ms: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    fn touch(&self) {
+        self.touch_at(Instant::now());
+    }
+
+    fn touch_at(&self, now: Instant) {
+        let ms = now.saturating_duration_since(self.start).as_millis() as u64;
+        self.last_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// When the connection turns idle if no bytes move until then; `None` if it is idle
+    /// at `now` already.
+    fn idle_at(&self, now: Instant, idle: Duration) -> Option<Instant> {
+        let last = self.start + Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
+        Some(last + idle).filter(|deadline| *deadline > now)
+    }
+
+    /// Resolves once no bytes have moved for `idle`.
+    async fn idle_for(&self, idle: Duration) {
+        while let Some(deadline) = self.idle_at(Instant::now(), idle) {
+            tokio::time::sleep_until(deadline).await;
+        }
+    }
+}
+
+/// The TLS stream, noting each read or write that moved bytes.
+struct Tracked<T> {
+    inner: T,
+    activity: Activity,
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for Tracked<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let result = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.activity.touch();
+        }
+        result
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for Tracked<T> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let result = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if matches!(result, Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.touch();
+        }
+        result
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let result = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        if matches!(result, Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.touch();
+        }
+        result
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_connection_is_idle_only_after_a_quiet_idle_timeout() {
+        let idle = Duration::from_secs(60);
+        let activity = Activity::new();
+        let at = |secs: u64| activity.start + Duration::from_secs(secs);
+        // (seconds since accept, bytes moved at that moment, turns idle at (None: idle now))
+        let steps = [
+            (59, false, Some(60)),
+            (60, false, None),
+            (60, true, Some(120)),
+            (90, false, Some(120)),
+            (119, true, Some(179)),
+            (179, false, None),
+        ];
+        for (secs, touch, expected) in steps {
+            if touch {
+                activity.touch_at(at(secs));
+            }
+            assert_eq!(
+                activity.idle_at(at(secs), idle),
+                expected.map(at),
+                "at {secs} s"
+            );
+        }
+    }
+}

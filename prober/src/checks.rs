@@ -32,9 +32,14 @@ pub fn nonce() -> u64 {
     std::collections::hash_map::RandomState::new().hash_one(std::time::SystemTime::now())
 }
 
+/// Uniform enough in [0, 1].
+pub fn unit_random() -> f64 {
+    (nonce() % 10_001) as f64 / 10_000.0
+}
+
 /// Uniform enough in [-1, 1].
 fn jitter() -> f64 {
-    (nonce() % 20_001) as f64 / 10_000.0 - 1.0
+    unit_random() * 2.0 - 1.0
 }
 
 pub async fn volume_loop(

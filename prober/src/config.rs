@@ -76,6 +76,11 @@ pub struct Config {
     /// Also taint the node `lifeguard.dev/unhealthy:NoSchedule` while it is unhealthy.
     #[arg(long, env = "LIFEGUARD_PROBER_TAINT")]
     pub taint: bool,
+    /// No taint is added while more than this share of the Nodes (0 to 1) already carry
+    /// it: a fleet-wide failure is not a node failure. 1 turns the guard off.
+    #[arg(long, env = "LIFEGUARD_PROBER_MAX_TAINTED_SHARE",
+          default_value_t = crate::fleet::DEFAULT_MAX_TAINTED_SHARE)]
+    pub max_tainted_share: f64,
     /// How often the Node condition is rewritten when nothing changed.
     #[arg(long, env = "LIFEGUARD_PROBER_HEARTBEAT", default_value = "5m", value_parser = parse_interval)]
     pub heartbeat: Duration,
@@ -102,6 +107,12 @@ impl Config {
                 self.probe_image_pull_policy
             ));
         }
+        if !(0.0..=1.0).contains(&self.max_tainted_share) {
+            return Err(format!(
+                "--max-tainted-share {} is not a share between 0 and 1",
+                self.max_tainted_share
+            ));
+        }
         Ok(())
     }
 }
@@ -118,6 +129,7 @@ mod tests {
         assert_eq!(config.retry(), Duration::from_secs(6));
         assert_eq!(config.failure_threshold, 3);
         assert!(!config.taint);
+        assert_eq!(config.max_tainted_share, 0.5);
         assert_eq!(config.validate(), Ok(()));
         assert!(
             Config::try_parse_from(["lifeguard-prober"]).is_err(),
@@ -150,5 +162,15 @@ mod tests {
         ])
         .expect("parses");
         assert!(config.validate().is_err());
+        for share in ["1.5", "-0.1", "NaN"] {
+            let config = Config::try_parse_from([
+                "lifeguard-prober",
+                "--node-name=n1",
+                &format!("--max-tainted-share={share}"),
+            ])
+            .expect("parses");
+            let error = config.validate().expect_err(share);
+            assert!(error.contains("--max-tainted-share"), "{error}");
+        }
     }
 }

@@ -5,6 +5,7 @@
 pub mod checks;
 pub mod config;
 pub mod container;
+pub mod fleet;
 pub mod metrics;
 pub mod node;
 pub mod probe_pod;
@@ -25,7 +26,7 @@ use crate::checks::Schedule;
 use crate::config::Config;
 use crate::container::ContainerProbe;
 use crate::metrics::Metrics;
-use crate::node::NodeReporter;
+use crate::node::{NodeReporter, TaintPolicy};
 use crate::state::Shared;
 
 pub use lifeguard_api::process::init_tracing;
@@ -59,6 +60,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         "containerDeadlineSeconds": config.container_deadline.as_secs_f64(),
         "ttlSeconds": config.ttl.as_secs_f64(),
         "taint": config.taint,
+        "maxTaintedShare": config.max_tainted_share,
     });
     let (shared, published) = Shared::new(
         config.node_name.clone(),
@@ -81,12 +83,18 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     });
 
     let heartbeat = jiff::SignedDuration::try_from(config.heartbeat).context("--heartbeat")?;
+    let taint = TaintPolicy {
+        enabled: config.taint,
+        max_share: config.max_tainted_share,
+        spread: config.interval,
+    };
     let reporter = NodeReporter::new(
         client.clone(),
         config.node_name.clone(),
-        config.taint,
+        taint,
         heartbeat,
         config.pod_name.clone(),
+        shared.clone(),
     );
     tokio::spawn(reporter.run(published));
 

@@ -18,16 +18,17 @@ pub struct Config {
     /// The node this prober judges (downward API `spec.nodeName`).
     #[arg(long, env = "NODE_NAME")]
     pub node_name: String,
-    /// Namespace for the throwaway pods: the prober's own (downward API).
-    #[arg(long, env = "POD_NAMESPACE", default_value = "lifeguard-system")]
-    pub namespace: String,
-    /// The prober's own pod, owner of its throwaway pods (downward API `metadata.name`).
+    /// Namespace of the throwaway pods: a dedicated one where nothing else lives, so the
+    /// right to create pods there gives no ServiceAccount or Secret of anything else.
+    #[arg(
+        long,
+        env = "LIFEGUARD_PROBER_PROBE_NAMESPACE",
+        default_value = "lifeguard-probes"
+    )]
+    pub probe_namespace: String,
+    /// The prober's own pod (downward API `metadata.name`): who reported the node Events.
     #[arg(long, env = "POD_NAME")]
     pub pod_name: Option<String>,
-    /// The prober's own pod UID (downward API `metadata.uid`); with POD_NAME, makes the
-    /// throwaway pods go away with the prober's pod.
-    #[arg(long, env = "POD_UID")]
-    pub pod_uid: Option<String>,
     /// The node's workspace storage (a hostPath) where the volume check writes.
     #[arg(
         long,
@@ -130,6 +131,7 @@ mod tests {
         assert_eq!(config.failure_threshold, 3);
         assert!(!config.taint);
         assert_eq!(config.max_tainted_share, 0.5);
+        assert_eq!(config.probe_namespace, "lifeguard-probes");
         assert_eq!(config.validate(), Ok(()));
         assert!(
             Config::try_parse_from(["lifeguard-prober"]).is_err(),

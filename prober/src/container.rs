@@ -8,7 +8,6 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::{Client, ResourceExt};
 use tokio::time::{Instant, timeout_at};
@@ -25,7 +24,6 @@ pub struct ContainerProbe {
     pub node: String,
     pub image: String,
     pub pull_policy: String,
-    pub owner: Option<OwnerReference>,
     pub deadline: Duration,
     pub ttl: Duration,
 }
@@ -81,7 +79,6 @@ impl ContainerProbe {
             node,
             image: String::new(),
             pull_policy: "IfNotPresent".into(),
-            owner: None,
             deadline: Duration::from_secs(45),
             ttl: Duration::from_secs(120),
         }
@@ -95,7 +92,6 @@ impl ContainerProbe {
             node: &self.node,
             image: &self.image,
             pull_policy: &self.pull_policy,
-            owner: self.owner.as_ref(),
             expires_unix: now_unix + ttl_secs,
             ttl_secs,
         }) {

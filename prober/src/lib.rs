@@ -19,7 +19,6 @@ pub mod watchdog;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Client;
 
 use crate::checks::Schedule;
@@ -38,27 +37,13 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let client = Client::try_default()
         .await
         .context("configuring the Kubernetes client (KUBECONFIG or in-cluster)")?;
-    let owner = match (&config.pod_name, &config.pod_uid) {
-        (Some(name), Some(uid)) => Some(OwnerReference {
-            api_version: "v1".into(),
-            kind: "Pod".into(),
-            name: name.clone(),
-            uid: uid.clone(),
-            ..Default::default()
-        }),
-        _ => {
-            tracing::warn!(
-                "POD_NAME or POD_UID unset: probe pods have no owner; only the janitor reaps them"
-            );
-            None
-        }
-    };
     let settings = serde_json::json!({
         "intervalSeconds": config.interval.as_secs_f64(),
         "retryIntervalSeconds": config.retry().as_secs_f64(),
         "volumeDeadlineSeconds": config.volume_deadline.as_secs_f64(),
         "containerDeadlineSeconds": config.container_deadline.as_secs_f64(),
         "ttlSeconds": config.ttl.as_secs_f64(),
+        "probeNamespace": config.probe_namespace,
         "taint": config.taint,
         "maxTaintedShare": config.max_tainted_share,
     });
@@ -109,10 +94,9 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         config.ttl,
         schedule.clone(),
     ));
-    let mut probe = ContainerProbe::new(client, &config.namespace, config.node_name.clone());
+    let mut probe = ContainerProbe::new(client, &config.probe_namespace, config.node_name.clone());
     probe.image = config.probe_image.clone();
     probe.pull_policy = config.probe_image_pull_policy.clone();
-    probe.owner = owner;
     probe.deadline = config.container_deadline;
     probe.ttl = config.ttl;
     tokio::spawn(checks::container_loop(shared, probe, schedule));

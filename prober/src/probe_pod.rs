@@ -1,7 +1,6 @@
 //! The throwaway pod of the container check, and how to read its state. Pure.
 
 use k8s_openapi::api::core::v1::{ContainerState, ContainerStatus, Pod};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use serde_json::json;
 
 use crate::verdict::Outcome;
@@ -18,7 +17,6 @@ pub struct PodParams<'a> {
     pub node: &'a str,
     pub image: &'a str,
     pub pull_policy: &'a str,
-    pub owner: Option<&'a OwnerReference>,
     pub expires_unix: i64,
     pub ttl_secs: i64,
 }
@@ -27,15 +25,19 @@ pub fn selector() -> String {
     format!("{PROBE_LABEL}=container")
 }
 
+/// The uid and gid the probe container runs as (`nobody`): fixed and not root, so the
+/// pod passes the `restricted` Pod Security level whatever user the image names.
+pub const PROBE_UID: i64 = 65534;
+
+/// The throwaway pod. It lives in the probe namespace, not the prober's, so it has no
+/// ownerReference: the garbage collector ignores an owner in another namespace (it
+/// treats the reference as unresolvable). Leftovers go by the expiry label (the janitor),
+/// `activeDeadlineSeconds` (the kubelet stops it) and, on uninstall, with the namespace.
 pub fn build(p: &PodParams) -> Result<Pod, serde_json::Error> {
-    let owners: Vec<&OwnerReference> = p.owner.into_iter().collect();
     serde_json::from_value(json!({
         "metadata": {
             "generateName": NAME_PREFIX,
             "labels": {PROBE_LABEL: "container", EXPIRES_LABEL: p.expires_unix.to_string()},
-            // Deleted with the prober's own pod by the garbage collector; the expiry label
-            // covers a prober that restarts in place.
-            "ownerReferences": owners,
         },
         "spec": {
             // Pinned: the scheduler is not asked, and a NoSchedule taint (ours included)
@@ -48,7 +50,13 @@ pub fn build(p: &PodParams) -> Result<Pod, serde_json::Error> {
             "terminationGracePeriodSeconds": 1,
             "automountServiceAccountToken": false,
             "enableServiceLinks": false,
-            "securityContext": {"runAsNonRoot": true, "runAsUser": 65534, "runAsGroup": 65534},
+            // Pod Security `restricted`, which the probe namespace enforces.
+            "securityContext": {
+                "runAsNonRoot": true,
+                "runAsUser": PROBE_UID,
+                "runAsGroup": PROBE_UID,
+                "seccompProfile": {"type": "RuntimeDefault"},
+            },
             "containers": [{
                 "name": "probe",
                 "image": p.image,

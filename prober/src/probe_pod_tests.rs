@@ -5,46 +5,162 @@ fn pod(status: serde_json::Value) -> Pod {
         .expect("literal pod")
 }
 
-#[test]
-fn the_probe_pod_is_pinned_owned_and_expires() {
-    let owner = OwnerReference {
-        api_version: "v1".into(),
-        kind: "Pod".into(),
-        name: "lifeguard-prober-abcde".into(),
-        uid: "1234".into(),
-        ..Default::default()
-    };
-    let pod = build(&PodParams {
+fn probe_pod(ttl_secs: i64) -> Pod {
+    build(&PodParams {
         node: "node-a",
         image: "busybox:1.36",
         pull_policy: "IfNotPresent",
-        owner: Some(&owner),
         expires_unix: 1_700_000_120,
-        ttl_secs: 120,
+        ttl_secs,
     })
-    .expect("valid pod");
+    .expect("valid pod")
+}
+
+#[test]
+fn the_probe_pod_is_pinned_unowned_and_expires() {
+    let pod = probe_pod(120);
     let spec = pod.spec.as_ref().expect("spec");
     assert_eq!(spec.node_name.as_deref(), Some("node-a"));
     assert_eq!(spec.restart_policy.as_deref(), Some("Never"));
     assert_eq!(spec.active_deadline_seconds, Some(120));
-    assert_eq!(pod.metadata.owner_references.as_deref(), Some(&[owner][..]));
+    assert_eq!(
+        pod.metadata.owner_references, None,
+        "an owner in another namespace would be ignored by the garbage collector"
+    );
+    assert_eq!(pod.metadata.namespace, None, "the Api's namespace decides");
     assert_eq!(expiry(&pod), 1_700_000_120);
     assert!(
         spec.volumes.as_ref().expect("volumes")[0]
             .empty_dir
             .is_some()
     );
-    let unowned = build(&PodParams {
-        node: "node-a",
-        image: "busybox:1.36",
-        pull_policy: "IfNotPresent",
-        owner: None,
-        expires_unix: 1,
-        ttl_secs: 0,
-    })
-    .expect("valid pod");
-    assert_eq!(unowned.metadata.owner_references.as_deref(), Some(&[][..]));
-    assert_eq!(unowned.spec.expect("spec").active_deadline_seconds, Some(1));
+    assert_eq!(
+        probe_pod(0).spec.expect("spec").active_deadline_seconds,
+        Some(1)
+    );
+}
+
+/// What Pod Security `restricted` (latest) refuses in a pod, by rule, plus our own rule
+/// that a probe pod carries no API token.
+fn restricted_violations(pod: &Pod) -> Vec<&'static str> {
+    let mut found = Vec::new();
+    let Some(spec) = pod.spec.as_ref() else {
+        return vec!["no spec"];
+    };
+    if spec.host_network == Some(true) || spec.host_pid == Some(true) || spec.host_ipc == Some(true)
+    {
+        found.push("host namespaces");
+    }
+    let allowed_volume = |v: &k8s_openapi::api::core::v1::Volume| {
+        v.empty_dir.is_some()
+            || v.config_map.is_some()
+            || v.secret.is_some()
+            || v.projected.is_some()
+            || v.downward_api.is_some()
+            || v.persistent_volume_claim.is_some()
+            || v.ephemeral.is_some()
+            || v.csi.is_some()
+    };
+    if spec.volumes.iter().flatten().any(|v| !allowed_volume(v)) {
+        found.push("volume type");
+    }
+    if spec.automount_service_account_token != Some(false) {
+        found.push("service account token mounted");
+    }
+    let pod_sc = spec.security_context.as_ref();
+    for c in spec
+        .containers
+        .iter()
+        .chain(spec.init_containers.iter().flatten())
+    {
+        let sc = c.security_context.as_ref();
+        if sc.and_then(|s| s.privileged) == Some(true) {
+            found.push("privileged");
+        }
+        if sc.and_then(|s| s.allow_privilege_escalation) != Some(false) {
+            found.push("allowPrivilegeEscalation");
+        }
+        let caps = sc.and_then(|s| s.capabilities.as_ref());
+        if !caps
+            .and_then(|c| c.drop.as_ref())
+            .is_some_and(|d| d.iter().any(|x| x == "ALL"))
+        {
+            found.push("capabilities not dropped");
+        }
+        if caps
+            .and_then(|c| c.add.as_ref())
+            .is_some_and(|a| a.iter().any(|x| x != "NET_BIND_SERVICE"))
+        {
+            found.push("capabilities added");
+        }
+        let non_root = sc
+            .and_then(|s| s.run_as_non_root)
+            .or(pod_sc.and_then(|s| s.run_as_non_root));
+        if non_root != Some(true) {
+            found.push("runAsNonRoot");
+        }
+        let uid = sc
+            .and_then(|s| s.run_as_user)
+            .or(pod_sc.and_then(|s| s.run_as_user));
+        if uid.is_none_or(|u| u == 0) {
+            found.push("runAsUser not a fixed non-root uid");
+        }
+        let seccomp = sc
+            .and_then(|s| s.seccomp_profile.as_ref())
+            .or(pod_sc.and_then(|s| s.seccomp_profile.as_ref()));
+        if !seccomp.is_some_and(|p| p.type_ == "RuntimeDefault" || p.type_ == "Localhost") {
+            found.push("seccomp");
+        }
+        if c.ports.iter().flatten().any(|p| p.host_port.is_some()) {
+            found.push("hostPort");
+        }
+    }
+    found
+}
+
+#[test]
+fn the_probe_pod_passes_pod_security_restricted() {
+    assert_eq!(restricted_violations(&probe_pod(120)), Vec::<&str>::new());
+    let spec = probe_pod(120).spec.expect("spec");
+    let pod_sc = spec.security_context.expect("pod security context");
+    assert_eq!(
+        (pod_sc.run_as_user, pod_sc.run_as_group),
+        (Some(PROBE_UID), Some(PROBE_UID))
+    );
+    let container_sc = spec.containers[0]
+        .security_context
+        .clone()
+        .expect("container security context");
+    assert_eq!(container_sc.read_only_root_filesystem, Some(true));
+
+    // The check above catches what the namespace would refuse.
+    let mut as_root = probe_pod(120);
+    if let Some(sc) = as_root
+        .spec
+        .as_mut()
+        .and_then(|s| s.security_context.as_mut())
+    {
+        sc.run_as_user = Some(0);
+        sc.seccomp_profile = None;
+    }
+    assert_eq!(
+        restricted_violations(&as_root),
+        vec!["runAsUser not a fixed non-root uid", "seccomp"]
+    );
+    let mut with_host_path: Pod = serde_json::from_value(json!({
+        "spec": {"automountServiceAccountToken": false, "containers": [],
+            "volumes": [{"name": "h", "hostPath": {"path": "/"}}]}
+    }))
+    .expect("literal pod");
+    assert_eq!(restricted_violations(&with_host_path), vec!["volume type"]);
+    if let Some(spec) = with_host_path.spec.as_mut() {
+        spec.volumes = None;
+        spec.automount_service_account_token = None;
+    }
+    assert_eq!(
+        restricted_violations(&with_host_path),
+        vec!["service account token mounted"]
+    );
 }
 
 fn waiting(reason: &str, message: Option<&str>) -> serde_json::Value {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::container::ContainerProbe;
+use crate::mounts::StorageRule;
 use crate::state::Shared;
 use crate::verdict::{Check, Outcome, next_delay};
 use crate::volume;
@@ -45,6 +46,7 @@ fn jitter() -> f64 {
 pub async fn volume_loop(
     shared: Arc<Shared>,
     root: PathBuf,
+    rule: StorageRule,
     deadline: Duration,
     ttl: Duration,
     schedule: Schedule,
@@ -52,10 +54,12 @@ pub async fn volume_loop(
     let mut dog = Watchdog::new("volume-check");
     let ttl_secs = ttl.as_secs() as i64;
     loop {
-        let root = root.clone();
+        let (root, rule) = (root.clone(), rule.clone());
         let (now, nonce) = (unix_now(), nonce());
         let (outcome, took) = match dog
-            .run(deadline, move || volume::run(&root, ttl_secs, now, nonce))
+            .run(deadline, move || {
+                volume::run(&root, &rule, ttl_secs, now, nonce)
+            })
             .await
         {
             Watched::Done(run, took) => {

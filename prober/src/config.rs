@@ -8,6 +8,8 @@ use clap::Parser;
 pub use lifeguard_api::process::LogFormat;
 use lifeguard_api::process::parse_interval;
 
+use crate::mounts::StorageRule;
+
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "lifeguard-prober",
@@ -36,6 +38,15 @@ pub struct Config {
         default_value = "/workspace-storage"
     )]
     pub storage_path: PathBuf,
+    /// The storage path must be the root of a filesystem (the workspace disk), not a
+    /// directory of another one (the node's root disk while the workspace disk is not
+    /// mounted). Read from /proc/self/mountinfo on every volume run.
+    #[arg(long, env = "LIFEGUARD_PROBER_STORAGE_MUST_BE_MOUNTPOINT",
+          default_value_t = true, action = clap::ArgAction::Set)]
+    pub storage_must_be_mountpoint: bool,
+    /// The filesystem type the storage must have (as in mountinfo: ext4, xfs, nfs4, ...).
+    #[arg(long, env = "LIFEGUARD_PROBER_STORAGE_FS_TYPE")]
+    pub storage_fs_type: Option<String>,
     /// Plain-HTTP address for /healthz (cached verdict), /status, /readyz and /metrics.
     #[arg(long, env = "LIFEGUARD_PROBER_LISTEN", default_value = "0.0.0.0:8089")]
     pub listen: SocketAddr,
@@ -90,6 +101,13 @@ pub struct Config {
 }
 
 impl Config {
+    pub fn storage_rule(&self) -> StorageRule {
+        StorageRule {
+            must_be_mountpoint: self.storage_must_be_mountpoint,
+            fs_type: self.storage_fs_type.clone().filter(|t| !t.is_empty()),
+        }
+    }
+
     pub fn retry(&self) -> Duration {
         self.retry_interval.unwrap_or(self.interval / 5)
     }
@@ -132,6 +150,28 @@ mod tests {
         assert!(!config.taint);
         assert_eq!(config.max_tainted_share, 0.5);
         assert_eq!(config.probe_namespace, "lifeguard-probes");
+        assert_eq!(
+            config.storage_rule(),
+            StorageRule {
+                must_be_mountpoint: true,
+                fs_type: None
+            },
+            "the storage must be a mount point unless told otherwise"
+        );
+        let relaxed = Config::try_parse_from([
+            "lifeguard-prober",
+            "--node-name=n1",
+            "--storage-must-be-mountpoint=false",
+            "--storage-fs-type=xfs",
+        ])
+        .expect("parses");
+        assert_eq!(
+            relaxed.storage_rule(),
+            StorageRule {
+                must_be_mountpoint: false,
+                fs_type: Some("xfs".into())
+            }
+        );
         assert_eq!(config.validate(), Ok(()));
         assert!(
             Config::try_parse_from(["lifeguard-prober"]).is_err(),

@@ -7,6 +7,7 @@ pub mod config;
 pub mod container;
 pub mod fleet;
 pub mod metrics;
+pub mod mounts;
 pub mod node;
 pub mod probe_pod;
 pub mod report;
@@ -44,6 +45,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         "containerDeadlineSeconds": config.container_deadline.as_secs_f64(),
         "ttlSeconds": config.ttl.as_secs_f64(),
         "probeNamespace": config.probe_namespace,
+        "storageMustBeMountpoint": config.storage_must_be_mountpoint,
+        "storageFsType": config.storage_fs_type,
         "taint": config.taint,
         "maxTaintedShare": config.max_tainted_share,
     });
@@ -90,6 +93,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     tokio::spawn(checks::volume_loop(
         shared.clone(),
         config.storage_path.clone(),
+        config.storage_rule(),
         config.volume_deadline,
         config.ttl,
         schedule.clone(),

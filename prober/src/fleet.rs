@@ -7,9 +7,14 @@
 //! stops remediating past `maxUnhealthy`). The Node condition keeps telling the truth
 //! (`LifeguardProbesHealthy=False`); only the taint is held back.
 
+use std::time::Duration;
+
 use serde::Serialize;
+use tokio::time::Instant;
 
 use crate::report::TAINT_KEY;
+use crate::state::TaintState;
+use crate::verdict::Verdict;
 
 /// The default share: half the fleet, the line medik8s' node-healthcheck draws by default
 /// (`minHealthy: 51%`). Past it, the untainted rest could not absorb the workspaces the
@@ -47,9 +52,158 @@ pub fn decide(fleet: Fleet, max_share: f64) -> TaintDecision {
     ))
 }
 
+/// What the reporter does about the taint on one turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaintTurn {
+    /// The node already shows what this verdict asks for.
+    Nothing,
+    /// A new taint waits until then: its spread, or the next look after a hold.
+    WaitUntil(Instant),
+    /// Read the node and write what differs (a new taint asks `decide` first).
+    Write,
+}
+
+/// `synced`: the verdict the node's taint was last brought in line with; `due`: when a
+/// waiting taint may go ahead (None: no wait started); `spread`: this turn's random part
+/// of the interval, used when a wait starts. Removing a taint, or keeping one in place,
+/// never waits.
+pub fn taint_turn(
+    verdict: Verdict,
+    synced: Option<Verdict>,
+    shown: &TaintState,
+    due: Option<Instant>,
+    now: Instant,
+    spread: Duration,
+) -> TaintTurn {
+    if synced == Some(verdict) {
+        return TaintTurn::Nothing;
+    }
+    if verdict != Verdict::Unhealthy || *shown == TaintState::Applied {
+        return TaintTurn::Write;
+    }
+    match due.unwrap_or(now + spread) {
+        due if now < due => TaintTurn::WaitUntil(due),
+        _ => TaintTurn::Write,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_taint_waits_for_its_spread_and_nothing_else_waits() {
+        use Verdict::{Healthy as H, Unhealthy as X, Unknown as Q};
+        let now = Instant::now();
+        let s = Duration::from_secs;
+        let held = TaintState::HeldBack {
+            fleet: Fleet {
+                nodes: 4,
+                tainted: 3,
+            },
+            why: "held".into(),
+        };
+        // (what it shows, verdict, synced, shown, due, spread, turn)
+        let cases = [
+            (
+                "in line: nothing",
+                X,
+                Some(X),
+                TaintState::Applied,
+                None,
+                s(9),
+                TaintTurn::Nothing,
+            ),
+            (
+                "healthy again: remove at once",
+                H,
+                Some(X),
+                TaintState::Applied,
+                None,
+                s(9),
+                TaintTurn::Write,
+            ),
+            (
+                "unknown: sync the label at once",
+                Q,
+                None,
+                TaintState::Unknown,
+                None,
+                s(9),
+                TaintTurn::Write,
+            ),
+            (
+                "newly unhealthy: wait the spread",
+                X,
+                Some(H),
+                TaintState::Clear,
+                None,
+                s(9),
+                TaintTurn::WaitUntil(now + s(9)),
+            ),
+            (
+                "a zero spread goes ahead",
+                X,
+                Some(H),
+                TaintState::Clear,
+                None,
+                s(0),
+                TaintTurn::Write,
+            ),
+            (
+                "the wait started keeps its time",
+                X,
+                Some(H),
+                TaintState::Pending,
+                Some(now + s(3)),
+                s(9),
+                TaintTurn::WaitUntil(now + s(3)),
+            ),
+            (
+                "the wait is over",
+                X,
+                Some(H),
+                TaintState::Pending,
+                Some(now),
+                s(9),
+                TaintTurn::Write,
+            ),
+            (
+                "held back: wait for the next look",
+                X,
+                None,
+                held.clone(),
+                Some(now + s(300)),
+                s(9),
+                TaintTurn::WaitUntil(now + s(300)),
+            ),
+            (
+                "held back: time for the next look",
+                X,
+                None,
+                held,
+                Some(now - s(1)),
+                s(9),
+                TaintTurn::Write,
+            ),
+            (
+                "already tainted (a restart): no wait",
+                X,
+                None,
+                TaintState::Applied,
+                None,
+                s(9),
+                TaintTurn::Write,
+            ),
+        ];
+        for (name, verdict, synced, shown, due, spread, want) in cases {
+            assert_eq!(
+                taint_turn(verdict, synced, &shown, due, now, spread),
+                want,
+                "{name}"
+            );
+        }
+    }
 
     fn held(d: &TaintDecision) -> bool {
         matches!(d, TaintDecision::HoldBack(_))

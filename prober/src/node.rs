@@ -17,7 +17,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::container::describe;
-use crate::fleet::{self, Fleet, TaintDecision};
+use crate::fleet::{self, Fleet, TaintDecision, TaintTurn};
 use crate::report::{self, Shown};
 use crate::state::{Shared, TaintState, TaintStatus};
 use crate::verdict::{Judgement, Verdict};
@@ -191,15 +191,19 @@ impl NodeReporter {
         if verdict != Verdict::Unhealthy {
             self.taint_due = None;
         }
-        if self.taint_synced == Some(verdict) {
-            return Ok(());
-        }
         let shown = self.shared.taint_state();
-        if verdict == Verdict::Unhealthy && shown != TaintState::Applied {
-            let now = Instant::now();
-            let spread = self.taint.spread.mul_f64(crate::checks::unit_random());
-            let due = *self.taint_due.get_or_insert(now + spread);
-            if now < due {
+        let spread = self.taint.spread.mul_f64(crate::checks::unit_random());
+        match fleet::taint_turn(
+            verdict,
+            self.taint_synced,
+            &shown,
+            self.taint_due,
+            Instant::now(),
+            spread,
+        ) {
+            TaintTurn::Nothing => return Ok(()),
+            TaintTurn::WaitUntil(due) => {
+                self.taint_due = Some(due);
                 if !matches!(shown, TaintState::HeldBack { .. }) {
                     self.shared.set_taint(TaintStatus {
                         state: TaintState::Pending,
@@ -208,6 +212,7 @@ impl NodeReporter {
                 }
                 return Ok(());
             }
+            TaintTurn::Write => {}
         }
         let state = self.write_marks(verdict).await?;
         let status = TaintStatus {

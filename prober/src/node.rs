@@ -278,8 +278,10 @@ impl NodeReporter {
                         .and_then(|s| s.taints.as_deref())
                         .unwrap_or(&[]);
                     let state = TaintState::settled(taints);
-                    tracing::info!(node = %self.node, verdict = verdict.as_str(), "taint {} {}", report::TAINT_KEY,
-                        if state == TaintState::Applied { "set" } else { "removed" });
+                    let tainted = state == TaintState::Applied;
+                    tracing::info!(node = %self.node, verdict = verdict.as_str(), tainted,
+                        "taint and label {} {}", report::TAINT_KEY,
+                        if tainted { "in place" } else { "absent" });
                     return Ok(state);
                 }
                 Ok(Err(kube::Error::Api(s))) if s.code == 409 => continue,

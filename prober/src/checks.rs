@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::container::ContainerProbe;
+use crate::mounts::StorageRule;
 use crate::state::Shared;
 use crate::verdict::{Check, Outcome, next_delay};
 use crate::volume;
@@ -32,14 +33,20 @@ pub fn nonce() -> u64 {
     std::collections::hash_map::RandomState::new().hash_one(std::time::SystemTime::now())
 }
 
+/// Uniform enough in [0, 1].
+pub fn unit_random() -> f64 {
+    (nonce() % 10_001) as f64 / 10_000.0
+}
+
 /// Uniform enough in [-1, 1].
 fn jitter() -> f64 {
-    (nonce() % 20_001) as f64 / 10_000.0 - 1.0
+    unit_random() * 2.0 - 1.0
 }
 
 pub async fn volume_loop(
     shared: Arc<Shared>,
     root: PathBuf,
+    rule: StorageRule,
     deadline: Duration,
     ttl: Duration,
     schedule: Schedule,
@@ -47,10 +54,12 @@ pub async fn volume_loop(
     let mut dog = Watchdog::new("volume-check");
     let ttl_secs = ttl.as_secs() as i64;
     loop {
-        let root = root.clone();
+        let (root, rule) = (root.clone(), rule.clone());
         let (now, nonce) = (unix_now(), nonce());
         let (outcome, took) = match dog
-            .run(deadline, move || volume::run(&root, ttl_secs, now, nonce))
+            .run(deadline, move || {
+                volume::run(&root, &rule, ttl_secs, now, nonce)
+            })
             .await
         {
             Watched::Done(run, took) => {

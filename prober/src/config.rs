@@ -8,6 +8,8 @@ use clap::Parser;
 pub use lifeguard_api::process::LogFormat;
 use lifeguard_api::process::parse_interval;
 
+use crate::mounts::StorageRule;
+
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "lifeguard-prober",
@@ -18,16 +20,17 @@ pub struct Config {
     /// The node this prober judges (downward API `spec.nodeName`).
     #[arg(long, env = "NODE_NAME")]
     pub node_name: String,
-    /// Namespace for the throwaway pods: the prober's own (downward API).
-    #[arg(long, env = "POD_NAMESPACE", default_value = "lifeguard-system")]
-    pub namespace: String,
-    /// The prober's own pod, owner of its throwaway pods (downward API `metadata.name`).
+    /// Namespace of the throwaway pods: a dedicated one where nothing else lives, so the
+    /// right to create pods there gives no ServiceAccount or Secret of anything else.
+    #[arg(
+        long,
+        env = "LIFEGUARD_PROBER_PROBE_NAMESPACE",
+        default_value = "lifeguard-probes"
+    )]
+    pub probe_namespace: String,
+    /// The prober's own pod (downward API `metadata.name`): who reported the node Events.
     #[arg(long, env = "POD_NAME")]
     pub pod_name: Option<String>,
-    /// The prober's own pod UID (downward API `metadata.uid`); with POD_NAME, makes the
-    /// throwaway pods go away with the prober's pod.
-    #[arg(long, env = "POD_UID")]
-    pub pod_uid: Option<String>,
     /// The node's workspace storage (a hostPath) where the volume check writes.
     #[arg(
         long,
@@ -35,6 +38,15 @@ pub struct Config {
         default_value = "/workspace-storage"
     )]
     pub storage_path: PathBuf,
+    /// The storage path must be the root of a filesystem (the workspace disk), not a
+    /// directory of another one (the node's root disk while the workspace disk is not
+    /// mounted). Read from /proc/self/mountinfo on every volume run.
+    #[arg(long, env = "LIFEGUARD_PROBER_STORAGE_MUST_BE_MOUNTPOINT",
+          default_value_t = true, action = clap::ArgAction::Set)]
+    pub storage_must_be_mountpoint: bool,
+    /// The filesystem type the storage must have (as in mountinfo: ext4, xfs, nfs4, ...).
+    #[arg(long, env = "LIFEGUARD_PROBER_STORAGE_FS_TYPE")]
+    pub storage_fs_type: Option<String>,
     /// Plain-HTTP address for /healthz (cached verdict), /status, /readyz and /metrics.
     #[arg(long, env = "LIFEGUARD_PROBER_LISTEN", default_value = "0.0.0.0:8089")]
     pub listen: SocketAddr,
@@ -76,6 +88,11 @@ pub struct Config {
     /// Also taint the node `lifeguard.dev/unhealthy:NoSchedule` while it is unhealthy.
     #[arg(long, env = "LIFEGUARD_PROBER_TAINT")]
     pub taint: bool,
+    /// No taint is added while more than this share of the Nodes (0 to 1) already carry
+    /// it: a fleet-wide failure is not a node failure. 1 turns the guard off.
+    #[arg(long, env = "LIFEGUARD_PROBER_MAX_TAINTED_SHARE",
+          default_value_t = crate::fleet::DEFAULT_MAX_TAINTED_SHARE)]
+    pub max_tainted_share: f64,
     /// How often the Node condition is rewritten when nothing changed.
     #[arg(long, env = "LIFEGUARD_PROBER_HEARTBEAT", default_value = "5m", value_parser = parse_interval)]
     pub heartbeat: Duration,
@@ -84,6 +101,13 @@ pub struct Config {
 }
 
 impl Config {
+    pub fn storage_rule(&self) -> StorageRule {
+        StorageRule {
+            must_be_mountpoint: self.storage_must_be_mountpoint,
+            fs_type: self.storage_fs_type.clone().filter(|t| !t.is_empty()),
+        }
+    }
+
     pub fn retry(&self) -> Duration {
         self.retry_interval.unwrap_or(self.interval / 5)
     }
@@ -102,6 +126,12 @@ impl Config {
                 self.probe_image_pull_policy
             ));
         }
+        if !(0.0..=1.0).contains(&self.max_tainted_share) {
+            return Err(format!(
+                "--max-tainted-share {} is not a share between 0 and 1",
+                self.max_tainted_share
+            ));
+        }
         Ok(())
     }
 }
@@ -118,6 +148,30 @@ mod tests {
         assert_eq!(config.retry(), Duration::from_secs(6));
         assert_eq!(config.failure_threshold, 3);
         assert!(!config.taint);
+        assert_eq!(config.max_tainted_share, 0.5);
+        assert_eq!(config.probe_namespace, "lifeguard-probes");
+        assert_eq!(
+            config.storage_rule(),
+            StorageRule {
+                must_be_mountpoint: true,
+                fs_type: None
+            },
+            "the storage must be a mount point unless told otherwise"
+        );
+        let relaxed = Config::try_parse_from([
+            "lifeguard-prober",
+            "--node-name=n1",
+            "--storage-must-be-mountpoint=false",
+            "--storage-fs-type=xfs",
+        ])
+        .expect("parses");
+        assert_eq!(
+            relaxed.storage_rule(),
+            StorageRule {
+                must_be_mountpoint: false,
+                fs_type: Some("xfs".into())
+            }
+        );
         assert_eq!(config.validate(), Ok(()));
         assert!(
             Config::try_parse_from(["lifeguard-prober"]).is_err(),
@@ -150,5 +204,15 @@ mod tests {
         ])
         .expect("parses");
         assert!(config.validate().is_err());
+        for share in ["1.5", "-0.1", "NaN"] {
+            let config = Config::try_parse_from([
+                "lifeguard-prober",
+                "--node-name=n1",
+                &format!("--max-tainted-share={share}"),
+            ])
+            .expect("parses");
+            let error = config.validate().expect_err(share);
+            assert!(error.contains("--max-tainted-share"), "{error}");
+        }
     }
 }

@@ -8,12 +8,11 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::{Client, ResourceExt};
 use tokio::time::{Instant, timeout_at};
 
-use crate::probe_pod::{self, PodParams, PodState};
+use crate::probe_pod::{self, Blame, PodParams, PodState};
 use crate::verdict::Outcome;
 
 const POLL: Duration = Duration::from_millis(500);
@@ -25,7 +24,6 @@ pub struct ContainerProbe {
     pub node: String,
     pub image: String,
     pub pull_policy: String,
-    pub owner: Option<OwnerReference>,
     pub deadline: Duration,
     pub ttl: Duration,
 }
@@ -47,6 +45,33 @@ pub fn describe(error: &kube::Error) -> String {
     }
 }
 
+/// A refused create (403 RBAC or Pod Security, 409, 422 invalid, 429, 5xx quota or
+/// webhook trouble) or no answer: the node was never asked to run anything, so the run is
+/// inconclusive whatever the code.
+pub fn create_refused(error: &kube::Error) -> Outcome {
+    Outcome::Unknown(format!("creating the probe pod: {}", describe(error)))
+}
+
+/// The outcome of a probe pod still unfinished at the deadline: API trouble while
+/// watching it is inconclusive; otherwise the last state seen decides whose fault it is
+/// (an image that cannot be pulled is not the node's; a container never created is).
+pub fn unfinished(
+    api_trouble: Option<String>,
+    seen: Option<(String, Blame)>,
+    deadline: Duration,
+) -> Outcome {
+    match (api_trouble, seen) {
+        (Some(trouble), _) => Outcome::Unknown(format!("watching the probe pod: {trouble}")),
+        (None, Some((seen, Blame::Node))) => Outcome::Failure(format!(
+            "probe pod did not finish within {deadline:?}: {seen}"
+        )),
+        (None, Some((seen, Blame::NotNode))) => Outcome::Unknown(format!(
+            "probe pod did not start within {deadline:?}, not for the node's fault: {seen}"
+        )),
+        (None, None) => Outcome::Unknown("the probe pod was never read back".into()),
+    }
+}
+
 impl ContainerProbe {
     pub fn new(client: Client, namespace: &str, node: String) -> Self {
         Self {
@@ -54,7 +79,6 @@ impl ContainerProbe {
             node,
             image: String::new(),
             pull_policy: "IfNotPresent".into(),
-            owner: None,
             deadline: Duration::from_secs(45),
             ttl: Duration::from_secs(120),
         }
@@ -68,7 +92,6 @@ impl ContainerProbe {
             node: &self.node,
             image: &self.image,
             pull_policy: &self.pull_policy,
-            owner: self.owner.as_ref(),
             expires_unix: now_unix + ttl_secs,
             ttl_secs,
         }) {
@@ -83,9 +106,7 @@ impl ContainerProbe {
                         self.deadline
                     ));
                 }
-                Ok(Err(e)) => {
-                    return Outcome::Unknown(format!("creating the probe pod: {}", describe(&e)));
-                }
+                Ok(Err(e)) => return create_refused(&e),
                 Ok(Ok(pod)) => pod,
             };
         let name = created.name_any();
@@ -97,7 +118,7 @@ impl ContainerProbe {
     /// Outcome texts name no pod: they end up in the Node condition, which is rewritten
     /// whenever its message changes.
     async fn await_finish(&self, name: &str, deadline: Instant) -> Outcome {
-        let mut seen: Option<String> = None;
+        let mut seen: Option<(String, Blame)> = None;
         let mut api_trouble: Option<String>;
         loop {
             match timeout_at(deadline, self.api.get(name)).await {
@@ -110,7 +131,7 @@ impl ContainerProbe {
                     api_trouble = None;
                     match probe_pod::read(&pod) {
                         PodState::Finished(outcome) => return outcome,
-                        PodState::Waiting(why) => seen = Some(why),
+                        PodState::Waiting { why, blame } => seen = Some((why, blame)),
                     }
                 }
             }
@@ -120,14 +141,7 @@ impl ContainerProbe {
             }
             tokio::time::sleep_until(next).await;
         }
-        match (api_trouble, seen) {
-            (Some(trouble), _) => Outcome::Unknown(format!("watching the probe pod: {trouble}")),
-            (None, Some(seen)) => Outcome::Failure(format!(
-                "probe pod did not finish within {:?}: {seen}",
-                self.deadline
-            )),
-            (None, None) => Outcome::Unknown("the probe pod was never read back".into()),
-        }
+        unfinished(api_trouble, seen, self.deadline)
     }
 
     async fn delete(&self, name: &str) {
@@ -184,6 +198,61 @@ mod tests {
             message: "m".into(),
             ..Default::default()
         }))
+    }
+
+    #[test]
+    fn a_refused_create_is_never_the_nodes_fault() {
+        for code in [400, 403, 404, 409, 422, 429, 500, 503, 504] {
+            let outcome = create_refused(&api_error(code));
+            assert!(
+                matches!(&outcome, Outcome::Unknown(why) if why.starts_with("creating the probe pod: API server")),
+                "{code}: {outcome:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_unfinished_pod_is_blamed_by_the_last_state_seen() {
+        let deadline = Duration::from_secs(45);
+        let seen = |why: &str, blame| Some((why.to_string(), blame));
+        let cases = [
+            (
+                None,
+                seen("Pending, container not created", Blame::Node),
+                Outcome::Failure(
+                    "probe pod did not finish within 45s: Pending, container not created".into(),
+                ),
+            ),
+            (
+                None,
+                seen(
+                    "Pending, container waiting: ImagePullBackOff",
+                    Blame::NotNode,
+                ),
+                Outcome::Unknown(
+                    "probe pod did not start within 45s, not for the node's fault: \
+                     Pending, container waiting: ImagePullBackOff"
+                        .into(),
+                ),
+            ),
+            (
+                Some("API server did not answer".to_string()),
+                seen("Pending, container not created", Blame::Node),
+                Outcome::Unknown("watching the probe pod: API server did not answer".into()),
+            ),
+            (
+                None,
+                None,
+                Outcome::Unknown("the probe pod was never read back".into()),
+            ),
+        ];
+        for (trouble, seen, want) in cases {
+            assert_eq!(
+                unfinished(trouble, seen.clone(), deadline),
+                want,
+                "{seen:?}"
+            );
+        }
     }
 
     #[test]

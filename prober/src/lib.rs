@@ -5,7 +5,9 @@
 pub mod checks;
 pub mod config;
 pub mod container;
+pub mod fleet;
 pub mod metrics;
+pub mod mounts;
 pub mod node;
 pub mod probe_pod;
 pub mod report;
@@ -18,14 +20,13 @@ pub mod watchdog;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Client;
 
 use crate::checks::Schedule;
 use crate::config::Config;
 use crate::container::ContainerProbe;
 use crate::metrics::Metrics;
-use crate::node::NodeReporter;
+use crate::node::{NodeReporter, TaintPolicy};
 use crate::state::Shared;
 
 pub use lifeguard_api::process::init_tracing;
@@ -37,28 +38,17 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let client = Client::try_default()
         .await
         .context("configuring the Kubernetes client (KUBECONFIG or in-cluster)")?;
-    let owner = match (&config.pod_name, &config.pod_uid) {
-        (Some(name), Some(uid)) => Some(OwnerReference {
-            api_version: "v1".into(),
-            kind: "Pod".into(),
-            name: name.clone(),
-            uid: uid.clone(),
-            ..Default::default()
-        }),
-        _ => {
-            tracing::warn!(
-                "POD_NAME or POD_UID unset: probe pods have no owner; only the janitor reaps them"
-            );
-            None
-        }
-    };
     let settings = serde_json::json!({
         "intervalSeconds": config.interval.as_secs_f64(),
         "retryIntervalSeconds": config.retry().as_secs_f64(),
         "volumeDeadlineSeconds": config.volume_deadline.as_secs_f64(),
         "containerDeadlineSeconds": config.container_deadline.as_secs_f64(),
         "ttlSeconds": config.ttl.as_secs_f64(),
+        "probeNamespace": config.probe_namespace,
+        "storageMustBeMountpoint": config.storage_must_be_mountpoint,
+        "storageFsType": config.storage_fs_type,
         "taint": config.taint,
+        "maxTaintedShare": config.max_tainted_share,
     });
     let (shared, published) = Shared::new(
         config.node_name.clone(),
@@ -81,12 +71,18 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     });
 
     let heartbeat = jiff::SignedDuration::try_from(config.heartbeat).context("--heartbeat")?;
+    let taint = TaintPolicy {
+        enabled: config.taint,
+        max_share: config.max_tainted_share,
+        spread: config.interval,
+    };
     let reporter = NodeReporter::new(
         client.clone(),
         config.node_name.clone(),
-        config.taint,
+        taint,
         heartbeat,
         config.pod_name.clone(),
+        shared.clone(),
     );
     tokio::spawn(reporter.run(published));
 
@@ -97,14 +93,14 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     tokio::spawn(checks::volume_loop(
         shared.clone(),
         config.storage_path.clone(),
+        config.storage_rule(),
         config.volume_deadline,
         config.ttl,
         schedule.clone(),
     ));
-    let mut probe = ContainerProbe::new(client, &config.namespace, config.node_name.clone());
+    let mut probe = ContainerProbe::new(client, &config.probe_namespace, config.node_name.clone());
     probe.image = config.probe_image.clone();
     probe.pull_policy = config.probe_image_pull_policy.clone();
-    probe.owner = owner;
     probe.deadline = config.container_deadline;
     probe.ttl = config.ttl;
     tokio::spawn(checks::container_loop(shared, probe, schedule));

@@ -1,8 +1,8 @@
 //! Prometheus metrics of the prober, on their own registry.
 
 use prometheus::{
-    Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry,
-    TextEncoder,
+    Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
 };
 
 use crate::verdict::{Check, Outcome, Verdict};
@@ -17,6 +17,7 @@ pub struct Metrics {
     pub verdict: IntGaugeVec,
     pub reaped: IntCounterVec,
     pub liveness: IntCounterVec,
+    pub taint_held_back: IntGauge,
 }
 
 impl Metrics {
@@ -74,6 +75,12 @@ impl Metrics {
             ),
             &["code"],
         )?;
+        let taint_held_back = IntGauge::new(
+            "lifeguard_prober_taint_held_back",
+            "1 while the node is unhealthy but its taint is held back because more than \
+             --max-tainted-share of the nodes already carry it.",
+        )?;
+        registry.register(Box::new(taint_held_back.clone()))?;
         for c in [&checks, &reaped, &liveness] {
             registry.register(Box::new(c.clone()))?;
         }
@@ -90,6 +97,7 @@ impl Metrics {
             verdict,
             reaped,
             liveness,
+            taint_held_back,
         };
         // Every series exists from the start, so rates and alerts need no absent() dance.
         for check in Check::ALL {

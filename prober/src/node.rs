@@ -4,19 +4,22 @@
 //! `nodes/status` that carries only our entry, and the taint list is rewritten with the
 //! node's `resourceVersion` (a 409 means someone else wrote first: re-read and retry).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{Node, ObjectReference};
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::events::{Event as RuntimeEvent, EventType, Reporter};
 use kube::{Client, Resource};
 use lifeguard_api::events;
-use serde_json::json;
 use tokio::sync::watch;
+use tokio::time::Instant;
 
 use crate::container::describe;
+use crate::fleet::{self, Fleet, TaintDecision, TaintTurn};
 use crate::report::{self, Shown};
+use crate::state::{Shared, TaintState, TaintStatus};
 use crate::verdict::{Judgement, Verdict};
 
 const CALL_BUDGET: Duration = Duration::from_secs(10);
@@ -32,10 +35,24 @@ pub struct Published {
     pub judgement: Judgement,
 }
 
+/// Taint settings of the reporter.
+#[derive(Debug, Clone)]
+pub struct TaintPolicy {
+    pub enabled: bool,
+    /// See `fleet::decide`.
+    pub max_share: f64,
+    /// A new taint waits a random part of this (the check interval), so probers that see
+    /// one fleet-wide failure at the same moment do not all count zero tainted nodes.
+    pub spread: Duration,
+}
+
 pub struct NodeReporter {
     nodes: Api<Node>,
     node: String,
-    taint: bool,
+    taint: TaintPolicy,
+    shared: Arc<Shared>,
+    /// No taint is added before this instant (spread, or the next look after a hold).
+    taint_due: Option<Instant>,
     heartbeat: SignedDuration,
     /// For the node Events (`lifeguard_api::events::publish`).
     client: Client,
@@ -62,9 +79,10 @@ impl NodeReporter {
     pub fn new(
         client: Client,
         node: String,
-        taint: bool,
+        taint: TaintPolicy,
         heartbeat: SignedDuration,
         instance: Option<String>,
+        shared: Arc<Shared>,
     ) -> Self {
         Self {
             nodes: Api::all(client.clone()),
@@ -75,6 +93,8 @@ impl NodeReporter {
                 ..Default::default()
             },
             taint,
+            shared,
+            taint_due: None,
             heartbeat,
             client,
             reporter: Reporter {
@@ -94,13 +114,17 @@ impl NodeReporter {
         let idle = Duration::try_from(self.heartbeat / 4)
             .unwrap_or(Duration::from_secs(60))
             .max(Duration::from_secs(5));
+        self.shared.set_taint(TaintStatus::new(&self.taint));
         loop {
             let published = verdicts.borrow_and_update().clone();
             let wait = if !published.started {
                 idle
             } else {
                 match self.sync(&published.judgement).await {
-                    Ok(()) => idle,
+                    // Wake for a taint that waits for its spread or its next look.
+                    Ok(()) => self.taint_due.map_or(idle, |due| {
+                        idle.min(due.saturating_duration_since(Instant::now()))
+                    }),
                     Err(error) => {
                         tracing::warn!(node = %self.node, %error, "cannot report to the Node; retrying");
                         RETRY
@@ -148,9 +172,8 @@ impl NodeReporter {
             // The heartbeat also re-checks the taint, in case someone removed it.
             self.taint_synced = None;
         }
-        if self.taint && self.taint_synced != Some(judgement.verdict) {
-            self.sync_taint(judgement.verdict).await?;
-            self.taint_synced = Some(judgement.verdict);
+        if self.taint.enabled {
+            self.sync_marks(judgement.verdict).await?;
         }
         if judgement.verdict != Verdict::Unknown {
             if let Some((reason, warning)) = report::event(self.last_definitive, judgement.verdict)
@@ -162,32 +185,104 @@ impl NodeReporter {
         Ok(())
     }
 
-    async fn sync_taint(&self, verdict: Verdict) -> Result<(), String> {
+    /// Brings the taint (and its mirror label) in line with the verdict; a new taint
+    /// waits for its spread and for the fleet guard.
+    async fn sync_marks(&mut self, verdict: Verdict) -> Result<(), String> {
+        if verdict != Verdict::Unhealthy {
+            self.taint_due = None;
+        }
+        let shown = self.shared.taint_state();
+        let spread = self.taint.spread.mul_f64(crate::checks::unit_random());
+        match fleet::taint_turn(
+            verdict,
+            self.taint_synced,
+            &shown,
+            self.taint_due,
+            Instant::now(),
+            spread,
+        ) {
+            TaintTurn::Nothing => return Ok(()),
+            TaintTurn::WaitUntil(due) => {
+                self.taint_due = Some(due);
+                if !matches!(shown, TaintState::HeldBack { .. }) {
+                    self.shared.set_taint(TaintStatus {
+                        state: TaintState::Pending,
+                        ..TaintStatus::new(&self.taint)
+                    });
+                }
+                return Ok(());
+            }
+            TaintTurn::Write => {}
+        }
+        let state = self.write_marks(verdict).await?;
+        let status = TaintStatus {
+            state: state.clone(),
+            ..TaintStatus::new(&self.taint)
+        };
+        match state {
+            TaintState::HeldBack { .. } => {
+                // Looked at again every heartbeat, not every turn: in a fleet-wide failure
+                // every prober holds back, and each look lists the tainted nodes.
+                let again = Duration::try_from(self.heartbeat).unwrap_or(RETRY);
+                self.taint_due = Some(Instant::now() + again);
+            }
+            _ => {
+                self.taint_synced = Some(verdict);
+                self.taint_due = None;
+            }
+        }
+        self.shared.set_taint(status);
+        Ok(())
+    }
+
+    async fn write_marks(&mut self, verdict: Verdict) -> Result<TaintState, String> {
         for _ in 0..CONFLICT_RETRIES {
             let node = bounded(self.nodes.get(&self.node)).await?;
-            let current = node
+            let taints = node
                 .spec
                 .as_ref()
                 .and_then(|s| s.taints.as_deref())
                 .unwrap_or(&[]);
-            let Some(next) = report::taints_after(current, verdict) else {
-                return Ok(());
+            let Some(change) = report::marks(
+                taints,
+                node.metadata.labels.as_ref(),
+                verdict,
+                node.metadata.resource_version.as_deref(),
+            ) else {
+                return Ok(TaintState::settled(taints));
             };
-            let body = json!({
-                "metadata": {"resourceVersion": node.meta().resource_version},
-                "spec": {"taints": next},
-            });
+            if change.adds_taint {
+                let fleet = self.count_fleet().await?;
+                if let TaintDecision::HoldBack(why) = fleet::decide(fleet, self.taint.max_share) {
+                    if !matches!(self.shared.taint_state(), TaintState::HeldBack { .. }) {
+                        tracing::warn!(node = %self.node, nodes = fleet.nodes, tainted = fleet.tainted, "{why}");
+                        self.publish("TaintHeldBack", true, &why).await;
+                    }
+                    return Ok(TaintState::HeldBack { fleet, why });
+                }
+            }
             match tokio::time::timeout(
                 CALL_BUDGET,
-                self.nodes
-                    .patch(&self.node, &PatchParams::default(), &Patch::Merge(body)),
+                self.nodes.patch(
+                    &self.node,
+                    &PatchParams::default(),
+                    &Patch::Merge(change.body),
+                ),
             )
             .await
             {
-                Ok(Ok(_)) => {
-                    tracing::info!(node = %self.node, verdict = verdict.as_str(), "taint {} {}", report::TAINT_KEY,
-                        if verdict == Verdict::Unhealthy { "set" } else { "removed" });
-                    return Ok(());
+                Ok(Ok(node)) => {
+                    let taints = node
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.taints.as_deref())
+                        .unwrap_or(&[]);
+                    let state = TaintState::settled(taints);
+                    let tainted = state == TaintState::Applied;
+                    tracing::info!(node = %self.node, verdict = verdict.as_str(), tainted,
+                        "taint and label {} {}", report::TAINT_KEY,
+                        if tainted { "in place" } else { "absent" });
+                    return Ok(state);
                 }
                 Ok(Err(kube::Error::Api(s))) if s.code == 409 => continue,
                 Ok(Err(e)) => return Err(format!("updating taints: {}", describe(&e))),
@@ -197,6 +292,46 @@ impl NodeReporter {
         Err(format!(
             "updating taints: {CONFLICT_RETRIES} conflicts in a row"
         ))
+    }
+
+    /// All Nodes (a list of one: the API server counts the rest), and the other Nodes
+    /// labelled as tainted (metadata only, from the API server's cache).
+    async fn count_fleet(&self) -> Result<Fleet, String> {
+        let all = bounded(self.nodes.list_metadata(&ListParams::default().limit(1))).await?;
+        let listed = all.items.len() as u64;
+        let nodes = match (
+            all.metadata.remaining_item_count,
+            all.metadata.continue_.as_deref(),
+        ) {
+            (Some(rest), _) => listed + rest.max(0) as u64,
+            (None, None | Some("")) => listed,
+            // A server that does not count: page through names only.
+            (None, Some(_)) => self.count_paged().await?,
+        };
+        let tainted = bounded(self.nodes.list_metadata(
+            // resourceVersion 0: served from the API server's cache (every version
+            // does), not a scan of etcd. No limit: the count must be whole.
+            &ListParams::default().labels(report::TAINTED_LABEL).at("0"),
+        ))
+        .await?
+        .items
+        .iter()
+        .filter(|n| n.metadata.name.as_deref() != Some(self.node.as_str()))
+        .count() as u64;
+        Ok(Fleet { nodes, tainted })
+    }
+
+    async fn count_paged(&self) -> Result<u64, String> {
+        let mut params = ListParams::default().limit(500);
+        let mut count = 0;
+        loop {
+            let page = bounded(self.nodes.list_metadata(&params)).await?;
+            count += page.items.len() as u64;
+            match page.metadata.continue_ {
+                Some(token) if !token.is_empty() => params = params.continue_token(&token),
+                _ => return Ok(count),
+            }
+        }
     }
 
     async fn publish(&self, reason: &str, warning: bool, note: &str) {

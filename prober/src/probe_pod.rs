@@ -1,7 +1,6 @@
 //! The throwaway pod of the container check, and how to read its state. Pure.
 
-use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::api::core::v1::{ContainerState, ContainerStatus, Pod};
 use serde_json::json;
 
 use crate::verdict::Outcome;
@@ -18,7 +17,6 @@ pub struct PodParams<'a> {
     pub node: &'a str,
     pub image: &'a str,
     pub pull_policy: &'a str,
-    pub owner: Option<&'a OwnerReference>,
     pub expires_unix: i64,
     pub ttl_secs: i64,
 }
@@ -27,15 +25,19 @@ pub fn selector() -> String {
     format!("{PROBE_LABEL}=container")
 }
 
+/// The uid and gid the probe container runs as (`nobody`): fixed and not root, so the
+/// pod passes the `restricted` Pod Security level whatever user the image names.
+pub const PROBE_UID: i64 = 65534;
+
+/// The throwaway pod. It lives in the probe namespace, not the prober's, so it has no
+/// ownerReference: the garbage collector ignores an owner in another namespace (it
+/// treats the reference as unresolvable). Leftovers go by the expiry label (the janitor),
+/// `activeDeadlineSeconds` (the kubelet stops it) and, on uninstall, with the namespace.
 pub fn build(p: &PodParams) -> Result<Pod, serde_json::Error> {
-    let owners: Vec<&OwnerReference> = p.owner.into_iter().collect();
     serde_json::from_value(json!({
         "metadata": {
             "generateName": NAME_PREFIX,
             "labels": {PROBE_LABEL: "container", EXPIRES_LABEL: p.expires_unix.to_string()},
-            // Deleted with the prober's own pod by the garbage collector; the expiry label
-            // covers a prober that restarts in place.
-            "ownerReferences": owners,
         },
         "spec": {
             // Pinned: the scheduler is not asked, and a NoSchedule taint (ours included)
@@ -48,7 +50,13 @@ pub fn build(p: &PodParams) -> Result<Pod, serde_json::Error> {
             "terminationGracePeriodSeconds": 1,
             "automountServiceAccountToken": false,
             "enableServiceLinks": false,
-            "securityContext": {"runAsNonRoot": true, "runAsUser": 65534, "runAsGroup": 65534},
+            // Pod Security `restricted`, which the probe namespace enforces.
+            "securityContext": {
+                "runAsNonRoot": true,
+                "runAsUser": PROBE_UID,
+                "runAsGroup": PROBE_UID,
+                "seccompProfile": {"type": "RuntimeDefault"},
+            },
             "containers": [{
                 "name": "probe",
                 "image": p.image,
@@ -70,11 +78,75 @@ pub fn build(p: &PodParams) -> Result<Pod, serde_json::Error> {
     }))
 }
 
-/// Where a throwaway pod is: finished (with the check's outcome) or still on its way.
+/// Whose fault a probe pod's trouble is. Only the node's faults count against it: the
+/// check asks "can this node start a container with a volume?", not "is the probe image
+/// pullable?" or "does the API server accept the pod?". Those are inconclusive, so a bad
+/// `--probe-image`, a registry outage or a quota never marks a node (or a fleet) unhealthy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Blame {
+    /// The node failed: its runtime, its storage, its kernel.
+    Node,
+    /// Something other than the node: the image, the kubelet's admission, the API.
+    NotNode,
+}
+
+/// Waiting reasons of a container whose image could not be had: the image reference, the
+/// registry or its credentials, or the pull policy, never the node's ability to run
+/// containers. From the kubelet's `images` package (`ErrImagePull` ...) and the
+/// kuberuntime manager (`InvalidImageName`, `CreateContainerConfigError`: the pod's spec
+/// cannot be turned into a container config, e.g. `runAsNonRoot` with an image whose user
+/// is a name).
+const NOT_THE_NODE_WAITING: &[&str] = &[
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "ErrImageNeverPull",
+    "InvalidImageName",
+    "RegistryUnavailable",
+    "SignatureValidationFailed",
+    "CreateContainerConfigError",
+];
+
+/// Is a container stuck waiting for this reason the node's fault? `ContainerCreating`,
+/// `CreateContainerError`, `RunContainerError`, `ImageInspectError` (the runtime cannot
+/// read its own image store) and anything unknown are: the node was given a runnable pod
+/// and did not run it.
+pub fn waiting_blame(reason: &str) -> Blame {
+    if NOT_THE_NODE_WAITING.contains(&reason) {
+        Blame::NotNode
+    } else {
+        Blame::Node
+    }
+}
+
+/// Is a pod that went `Failed` with this `status.reason`, before any container of it ran,
+/// the node's fault? Such a pod was refused by the kubelet's admission (`OutOfcpu`,
+/// `NodeAffinity`, `Evicted` under node pressure, `NodeShutdown`,
+/// `UnexpectedAdmissionError`, `TopologyAffinityError`, ...; the list differs by kubelet
+/// version, hence by rule rather than by name): the kubelet reports its own pressure with
+/// its own conditions and taints, and a refusal says nothing about whether the node can
+/// run a container. The exception is `DeadlineExceeded`: the pod was admitted and did not
+/// finish within its `activeDeadlineSeconds`.
+pub fn refusal_blame(reason: &str) -> Blame {
+    if reason == "DeadlineExceeded" {
+        Blame::Node
+    } else {
+        Blame::NotNode
+    }
+}
+
+/// Where a throwaway pod is: finished (with the check's outcome) or still on its way, with
+/// whose fault it would be if it stayed there until the deadline.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PodState {
     Finished(Outcome),
-    Waiting(String),
+    Waiting { why: String, blame: Blame },
+}
+
+fn ever_ran(status: &ContainerStatus) -> bool {
+    let ran = |s: &ContainerState| s.running.is_some() || s.terminated.is_some();
+    status.restart_count > 0
+        || status.state.as_ref().is_some_and(ran)
+        || status.last_state.as_ref().is_some_and(ran)
 }
 
 pub fn read(pod: &Pod) -> PodState {
@@ -90,20 +162,25 @@ pub fn read(pod: &Pod) -> PodState {
         "Succeeded" => return PodState::Finished(Outcome::Success),
         "Failed" => {
             let reason = status.and_then(|s| s.reason.as_deref());
-            let message = status.and_then(|s| s.message.as_deref());
-            let detail = match (terminated, reason) {
-                (Some(t), _) => format!(
-                    "container exited {}{}",
+            let message = status.and_then(|s| s.message.as_deref()).unwrap_or("");
+            let outcome = match (terminated, reason) {
+                (Some(t), _) => Outcome::Failure(format!(
+                    "probe pod failed: container exited {}{}",
                     t.exit_code,
                     t.reason
                         .as_deref()
                         .map(|r| format!(" ({r})"))
                         .unwrap_or_default()
-                ),
-                (None, Some(r)) => format!("{r}: {}", message.unwrap_or("")),
-                (None, None) => "no container ran".into(),
+                )),
+                (None, Some(r))
+                    if !container.is_some_and(ever_ran) && refusal_blame(r) == Blame::NotNode =>
+                {
+                    Outcome::Unknown(format!("the kubelet refused the probe pod: {r}: {message}"))
+                }
+                (None, Some(r)) => Outcome::Failure(format!("probe pod failed: {r}: {message}")),
+                (None, None) => Outcome::Failure("probe pod failed: no container ran".into()),
             };
-            return PodState::Finished(Outcome::Failure(format!("probe pod failed: {detail}")));
+            return PodState::Finished(outcome);
         }
         _ => {}
     }
@@ -116,19 +193,29 @@ pub fn read(pod: &Pod) -> PodState {
     let waiting = container
         .and_then(|c| c.state.as_ref())
         .and_then(|s| s.waiting.as_ref());
-    let why = match waiting {
-        Some(w) => format!(
-            "{phase}, container waiting: {}{}",
-            w.reason.as_deref().unwrap_or("unknown reason"),
-            w.message
-                .as_deref()
-                .map(|m| format!(": {m}"))
-                .unwrap_or_default()
-        ),
-        None if container.is_none() => format!("{phase}, container not created"),
-        None => phase.to_string(),
-    };
-    PodState::Waiting(why)
+    match waiting {
+        Some(w) => {
+            let reason = w.reason.as_deref().unwrap_or("unknown reason");
+            PodState::Waiting {
+                why: format!(
+                    "{phase}, container waiting: {reason}{}",
+                    w.message
+                        .as_deref()
+                        .map(|m| format!(": {m}"))
+                        .unwrap_or_default()
+                ),
+                blame: waiting_blame(reason),
+            }
+        }
+        None if container.is_none() => PodState::Waiting {
+            why: format!("{phase}, container not created"),
+            blame: Blame::Node,
+        },
+        None => PodState::Waiting {
+            why: phase.to_string(),
+            blame: Blame::Node,
+        },
+    }
 }
 
 /// The expiry label of a throwaway pod; a pod without a readable one counts as expired.
@@ -142,106 +229,5 @@ pub fn expiry(pod: &Pod) -> i64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn pod(status: serde_json::Value) -> Pod {
-        serde_json::from_value(json!({"metadata": {"name": "p"}, "status": status}))
-            .expect("literal pod")
-    }
-
-    #[test]
-    fn the_probe_pod_is_pinned_owned_and_expires() {
-        let owner = OwnerReference {
-            api_version: "v1".into(),
-            kind: "Pod".into(),
-            name: "lifeguard-prober-abcde".into(),
-            uid: "1234".into(),
-            ..Default::default()
-        };
-        let pod = build(&PodParams {
-            node: "node-a",
-            image: "busybox:1.36",
-            pull_policy: "IfNotPresent",
-            owner: Some(&owner),
-            expires_unix: 1_700_000_120,
-            ttl_secs: 120,
-        })
-        .expect("valid pod");
-        let spec = pod.spec.as_ref().expect("spec");
-        assert_eq!(spec.node_name.as_deref(), Some("node-a"));
-        assert_eq!(spec.restart_policy.as_deref(), Some("Never"));
-        assert_eq!(spec.active_deadline_seconds, Some(120));
-        assert_eq!(pod.metadata.owner_references.as_deref(), Some(&[owner][..]));
-        assert_eq!(expiry(&pod), 1_700_000_120);
-        assert!(
-            spec.volumes.as_ref().expect("volumes")[0]
-                .empty_dir
-                .is_some()
-        );
-        let unowned = build(&PodParams {
-            node: "node-a",
-            image: "busybox:1.36",
-            pull_policy: "IfNotPresent",
-            owner: None,
-            expires_unix: 1,
-            ttl_secs: 0,
-        })
-        .expect("valid pod");
-        assert_eq!(unowned.metadata.owner_references.as_deref(), Some(&[][..]));
-        assert_eq!(unowned.spec.expect("spec").active_deadline_seconds, Some(1));
-    }
-
-    #[test]
-    fn pod_states_read_as_outcomes() {
-        let cases = [
-            (
-                json!({"phase": "Succeeded"}),
-                PodState::Finished(Outcome::Success),
-            ),
-            (
-                json!({"phase": "Failed", "containerStatuses": [{"name": "probe", "image": "i", "imageID": "",
-                    "ready": false, "restartCount": 0,
-                    "state": {"terminated": {"exitCode": 1, "reason": "Error"}}}]}),
-                PodState::Finished(Outcome::Failure(
-                    "probe pod failed: container exited 1 (Error)".into(),
-                )),
-            ),
-            (
-                json!({"phase": "Failed", "reason": "DeadlineExceeded", "message": "too long"}),
-                PodState::Finished(Outcome::Failure(
-                    "probe pod failed: DeadlineExceeded: too long".into(),
-                )),
-            ),
-            (
-                json!({"phase": "Running", "containerStatuses": [{"name": "probe", "image": "i", "imageID": "",
-                    "ready": false, "restartCount": 0,
-                    "state": {"terminated": {"exitCode": 2}}}]}),
-                PodState::Finished(Outcome::Failure(
-                    "probe pod failed: container exited 2".into(),
-                )),
-            ),
-            (
-                json!({}),
-                PodState::Waiting("Pending, container not created".into()),
-            ),
-            (
-                json!({"phase": "Pending", "containerStatuses": [{"name": "probe", "image": "i", "imageID": "",
-                    "ready": false, "restartCount": 0,
-                    "state": {"waiting": {"reason": "ContainerCreating"}}}]}),
-                PodState::Waiting("Pending, container waiting: ContainerCreating".into()),
-            ),
-        ];
-        for (status, want) in cases {
-            assert_eq!(read(&pod(status.clone())), want, "{status}");
-        }
-    }
-
-    #[test]
-    fn pods_without_a_readable_expiry_count_as_expired() {
-        let mut p = pod(json!({}));
-        assert_eq!(expiry(&p), i64::MIN);
-        p.metadata.labels = Some([(EXPIRES_LABEL.to_string(), "soon".to_string())].into());
-        assert_eq!(expiry(&p), i64::MIN);
-    }
-}
+#[path = "probe_pod_tests.rs"]
+mod tests;

@@ -1,5 +1,7 @@
 //! How the verdict shows on the Node: our own condition, an optional taint. Pure.
 
+use std::collections::BTreeMap;
+
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{NodeCondition, Taint};
 use serde_json::{Value, json};
@@ -13,6 +15,11 @@ pub const CONDITION_TYPE: &str = "LifeguardProbesHealthy";
 /// The taint set while the node is unhealthy (with `--taint`).
 pub const TAINT_KEY: &str = "lifeguard.dev/unhealthy";
 pub const TAINT_EFFECT: &str = "NoSchedule";
+pub const TAINT_VALUE: &str = "probes-failing";
+/// A label mirroring our taint on the node (same key and value). Taints cannot be
+/// selected; labels can, so the fleet guard counts tainted nodes with a label selector
+/// instead of reading every Node.
+pub const TAINTED_LABEL: &str = TAINT_KEY;
 
 /// The condition's content, without times.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,22 +111,61 @@ pub fn patch(shown: Option<&Shown>, want: &Desired, now: Timestamp) -> (Value, S
 /// The node's taints after applying the verdict, or None when nothing must change.
 /// Unknown leaves the taint as it is: an API hiccup is no reason to flip scheduling.
 pub fn taints_after(current: &[Taint], verdict: Verdict) -> Option<Vec<Taint>> {
-    let ours = |t: &Taint| t.key == TAINT_KEY && t.effect == TAINT_EFFECT;
-    let present = current.iter().any(ours);
+    let present = current.iter().any(is_ours);
     match verdict {
         Verdict::Unhealthy if !present => {
             let mut next = current.to_vec();
             next.push(Taint {
                 key: TAINT_KEY.into(),
                 effect: TAINT_EFFECT.into(),
-                value: Some("probes-failing".into()),
+                value: Some(TAINT_VALUE.into()),
                 time_added: None,
             });
             Some(next)
         }
-        Verdict::Healthy if present => Some(current.iter().filter(|t| !ours(t)).cloned().collect()),
+        Verdict::Healthy if present => {
+            Some(current.iter().filter(|t| !is_ours(t)).cloned().collect())
+        }
         _ => None,
     }
+}
+
+pub fn is_ours(t: &Taint) -> bool {
+    t.key == TAINT_KEY && t.effect == TAINT_EFFECT
+}
+
+/// The change that brings the node's taint and its mirror label in line with the verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Marks {
+    /// JSON merge patch; `resourceVersion` makes it fail with 409 if the node changed.
+    pub body: Value,
+    /// It adds our taint: the fleet guard decides first.
+    pub adds_taint: bool,
+}
+
+/// None when the node already shows what the verdict asks for. The label follows the
+/// taint (also one set by hand, or by an older prober without the label).
+pub fn marks(
+    taints: &[Taint],
+    labels: Option<&BTreeMap<String, String>>,
+    verdict: Verdict,
+    resource_version: Option<&str>,
+) -> Option<Marks> {
+    let next = taints_after(taints, verdict);
+    let tainted = next.as_deref().unwrap_or(taints).iter().any(is_ours);
+    let labelled = labels.is_some_and(|l| l.contains_key(TAINTED_LABEL));
+    if next.is_none() && labelled == tainted {
+        return None;
+    }
+    let mut body = json!({"metadata": {"resourceVersion": resource_version}});
+    if labelled != tainted {
+        body["metadata"]["labels"] = json!({TAINTED_LABEL: tainted.then_some(TAINT_VALUE)});
+    }
+    let adds_taint = next.is_some() && tainted;
+    if let Some(next) = next {
+        body["spec"] = json!({"taints": next});
+    }
+    Some(Marks { body, adds_taint })
 }
 
 /// Event to publish when the verdict moves from `before` to `now` (reason, is warning).

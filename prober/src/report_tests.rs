@@ -1,3 +1,5 @@
+use std::collections::BTreeMap;
+
 use super::*;
 
 fn judgement(verdict: Verdict, message: &str) -> Judgement {
@@ -161,4 +163,78 @@ fn events_mark_definitive_transitions() {
     assert_eq!(event(Some(Healthy), Healthy), None);
     assert_eq!(event(None, Healthy), None);
     assert_eq!(event(Some(Healthy), Unknown), None);
+}
+
+#[test]
+fn the_label_mirrors_the_taint_in_the_same_patch() {
+    let other = taint("dedicated", "NoSchedule");
+    let ours = Taint {
+        value: Some(TAINT_VALUE.into()),
+        ..taint(TAINT_KEY, TAINT_EFFECT)
+    };
+    let label: BTreeMap<String, String> =
+        [(TAINTED_LABEL.to_string(), TAINT_VALUE.to_string())].into();
+    let unrelated: BTreeMap<String, String> = [("zone".to_string(), "a".to_string())].into();
+    let with = |taints: &[Taint], labels: Option<&BTreeMap<String, String>>, verdict| {
+        marks(taints, labels, verdict, Some("42"))
+    };
+
+    let add = with(
+        std::slice::from_ref(&other),
+        Some(&unrelated),
+        Verdict::Unhealthy,
+    )
+    .expect("adds");
+    assert!(add.adds_taint);
+    assert_eq!(add.body["metadata"]["resourceVersion"], "42");
+    assert_eq!(add.body["metadata"]["labels"][TAINTED_LABEL], TAINT_VALUE);
+    assert_eq!(add.body["spec"]["taints"].as_array().map(Vec::len), Some(2));
+
+    let remove = with(
+        &[other.clone(), ours.clone()],
+        Some(&label),
+        Verdict::Healthy,
+    )
+    .expect("removes");
+    assert!(!remove.adds_taint);
+    assert!(remove.body["metadata"]["labels"][TAINTED_LABEL].is_null());
+    assert!(
+        remove.body["metadata"]["labels"]
+            .as_object()
+            .is_some_and(|l| l.contains_key(TAINTED_LABEL)),
+        "null deletes the label in a merge patch"
+    );
+    assert_eq!(remove.body["spec"]["taints"], serde_json::json!([other]));
+
+    assert_eq!(
+        with(
+            std::slice::from_ref(&ours),
+            Some(&label),
+            Verdict::Unhealthy
+        ),
+        None,
+        "in line"
+    );
+    assert_eq!(with(&[], None, Verdict::Healthy), None, "in line");
+    assert_eq!(
+        with(std::slice::from_ref(&ours), Some(&label), Verdict::Unknown),
+        None,
+        "unknown keeps both"
+    );
+
+    let relabel =
+        with(std::slice::from_ref(&ours), None, Verdict::Unknown).expect("label a hand-set taint");
+    assert!(
+        !relabel.adds_taint,
+        "the taint is there already: no fleet check"
+    );
+    assert_eq!(
+        relabel.body["metadata"]["labels"][TAINTED_LABEL],
+        TAINT_VALUE
+    );
+    assert!(relabel.body.get("spec").is_none(), "taints untouched");
+
+    let stale = with(&[], Some(&label), Verdict::Unknown).expect("drop a stale label");
+    assert!(stale.body["metadata"]["labels"][TAINTED_LABEL].is_null());
+    assert!(!stale.adds_taint);
 }

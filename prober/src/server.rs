@@ -106,4 +106,57 @@ mod tests {
             "{text}"
         );
     }
+
+    #[test]
+    fn a_held_back_taint_shows_in_status_and_metrics() {
+        use crate::fleet::Fleet;
+        use crate::node::TaintPolicy;
+        use crate::state::{TaintState, TaintStatus};
+        let metrics = Metrics::new().expect("metrics");
+        let (shared, _published) = Shared::new("n1".into(), serde_json::json!({}), metrics, 2);
+        let policy = TaintPolicy {
+            enabled: true,
+            max_share: 0.5,
+            spread: Duration::from_secs(30),
+        };
+        assert_eq!(shared.status_json()["taint"]["state"], "off");
+        shared.set_taint(TaintStatus {
+            state: TaintState::HeldBack {
+                fleet: Fleet {
+                    nodes: 4,
+                    tainted: 3,
+                },
+                why: "taint held back: 3 of 4".into(),
+            },
+            ..TaintStatus::new(&policy)
+        });
+        let taint = &shared.status_json()["taint"];
+        assert_eq!(taint["state"], "heldBack", "{taint}");
+        assert_eq!(taint["enabled"], true);
+        assert_eq!(taint["maxTaintedShare"], 0.5);
+        assert_eq!(
+            taint["fleet"],
+            serde_json::json!({"nodes": 4, "tainted": 3})
+        );
+        assert_eq!(taint["why"], "taint held back: 3 of 4");
+        assert!(
+            shared
+                .metrics
+                .render()
+                .contains("lifeguard_prober_taint_held_back 1"),
+            "{}",
+            shared.metrics.render()
+        );
+        shared.set_taint(TaintStatus {
+            state: TaintState::Applied,
+            ..TaintStatus::new(&policy)
+        });
+        assert_eq!(shared.status_json()["taint"]["state"], "applied");
+        assert!(
+            shared
+                .metrics
+                .render()
+                .contains("lifeguard_prober_taint_held_back 0")
+        );
+    }
 }

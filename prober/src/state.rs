@@ -5,12 +5,71 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Taint;
+use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
+use crate::fleet::Fleet;
 use crate::metrics::Metrics;
-use crate::node::Published;
+use crate::node::{Published, TaintPolicy};
+use crate::report;
 use crate::verdict::{Check, Judge, Outcome, Verdict};
+
+/// Where the node's taint stands, for `/status`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "state", rename_all = "camelCase")]
+pub enum TaintState {
+    /// `--taint` is not set.
+    Off,
+    /// Not looked at yet.
+    Unknown,
+    /// Absent, as the verdict asks.
+    Clear,
+    /// Unhealthy: the taint waits for its spread before the fleet guard is asked.
+    Pending,
+    Applied,
+    /// Unhealthy, but the fleet guard holds the taint back; the condition still says False.
+    #[serde(rename_all = "camelCase")]
+    HeldBack {
+        fleet: Fleet,
+        why: String,
+    },
+}
+
+impl TaintState {
+    /// What the node's taints show.
+    pub fn settled(taints: &[Taint]) -> Self {
+        if taints.iter().any(report::is_ours) {
+            TaintState::Applied
+        } else {
+            TaintState::Clear
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaintStatus {
+    pub enabled: bool,
+    pub max_tainted_share: f64,
+    #[serde(flatten)]
+    pub state: TaintState,
+}
+
+impl TaintStatus {
+    pub fn new(policy: &TaintPolicy) -> Self {
+        Self {
+            enabled: policy.enabled,
+            max_tainted_share: policy.max_share,
+            state: if policy.enabled {
+                TaintState::Unknown
+            } else {
+                TaintState::Off
+            },
+        }
+    }
+}
 
 pub struct Shared {
     pub node: String,
@@ -23,6 +82,7 @@ pub struct Shared {
     judge: Mutex<Judge>,
     has_run: [AtomicBool; 2],
     published: watch::Sender<Published>,
+    taint: Mutex<TaintStatus>,
 }
 
 impl Shared {
@@ -46,6 +106,11 @@ impl Shared {
             judge: Mutex::new(judge),
             has_run: Default::default(),
             published,
+            taint: Mutex::new(TaintStatus {
+                enabled: false,
+                max_tainted_share: 1.0,
+                state: TaintState::Off,
+            }),
         };
         (shared, receiver)
     }
@@ -109,7 +174,26 @@ impl Shared {
         });
     }
 
+    pub fn set_taint(&self, status: TaintStatus) {
+        let held = matches!(status.state, TaintState::HeldBack { .. });
+        self.metrics.taint_held_back.set(i64::from(held));
+        *self.taint.lock().unwrap_or_else(PoisonError::into_inner) = status;
+    }
+
+    pub fn taint_state(&self) -> TaintState {
+        self.taint
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .state
+            .clone()
+    }
+
     pub fn status_json(&self) -> Value {
+        let taint = self
+            .taint
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         let judge = self.judge.lock().unwrap_or_else(PoisonError::into_inner);
         let judgement = judge.judge();
         json!({
@@ -119,6 +203,7 @@ impl Shared {
             "ready": self.ready(),
             "failureThreshold": judge.threshold(),
             "settings": self.settings,
+            "taint": taint,
             "checks": {
                 "volume": judge.state(Check::Volume),
                 "container": judge.state(Check::Container),

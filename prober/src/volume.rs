@@ -9,7 +9,10 @@ use std::fs;
 use std::io::{Read, Write};
 use std::path::Path;
 
+use crate::mounts::{self, StorageRule};
+
 pub const DIR_PREFIX: &str = ".lifeguard-probe-";
+const MOUNTINFO: &str = "/proc/self/mountinfo";
 const FILE_NAME: &str = "probe";
 
 pub fn dir_name(expires_unix: i64, nonce: u64) -> String {
@@ -34,8 +37,17 @@ pub struct VolumeRun {
     pub result: Result<(), String>,
 }
 
-/// Janitor, then check. `now_unix` and `nonce` come from the caller so tests can pin them.
-pub fn run(root: &Path, ttl_secs: i64, now_unix: i64, nonce: u64) -> VolumeRun {
+/// Mount check, janitor, then check. `now_unix` and `nonce` come from the caller so tests
+/// can pin them. Storage that is not the intended filesystem is a failure, and nothing is
+/// written to it (it is most likely the node's root disk).
+pub fn run(root: &Path, rule: &StorageRule, ttl_secs: i64, now_unix: i64, nonce: u64) -> VolumeRun {
+    if let Err(error) = storage_is_mounted(root, rule) {
+        return VolumeRun {
+            reaped: 0,
+            sweep_error: None,
+            result: Err(error),
+        };
+    }
     let (reaped, sweep_error) = match sweep(root, now_unix) {
         Ok(n) => (n, None),
         Err(e) => (0, Some(e)),
@@ -46,6 +58,21 @@ pub fn run(root: &Path, ttl_secs: i64, now_unix: i64, nonce: u64) -> VolumeRun {
         sweep_error,
         result,
     }
+}
+
+/// Reads this process's mount table; read on every run, so a disk mounted (or unmounted)
+/// after the prober started is seen (the volume needs `mountPropagation:
+/// HostToContainer`).
+fn storage_is_mounted(root: &Path, rule: &StorageRule) -> Result<(), String> {
+    if !rule.checks_anything() {
+        return Ok(());
+    }
+    let mountinfo = fs::read_to_string(MOUNTINFO)
+        .map_err(|e| format!("cannot tell what workspace storage is mounted: {MOUNTINFO}: {e}"))?;
+    // Symlinks resolved, as mount points are listed; a path that does not resolve is
+    // compared as given and found to be no mount point.
+    let path = fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    mounts::verify(&mounts::parse(&mountinfo), &path, rule)
 }
 
 pub fn check(root: &Path, expires_unix: i64, nonce: u64) -> Result<(), String> {
@@ -119,6 +146,12 @@ pub fn sweep(root: &Path, now_unix: i64) -> Result<u32, String> {
 mod tests {
     use super::*;
 
+    /// Temporary directories are no mount points: these tests check the rest.
+    const ANY: StorageRule = StorageRule {
+        must_be_mountpoint: false,
+        fs_type: None,
+    };
+
     fn scratch(name: &str) -> std::path::PathBuf {
         let dir = std::env::temp_dir().join(format!(
             "lifeguard-prober-test-{name}-{}",
@@ -150,7 +183,7 @@ mod tests {
     #[test]
     fn a_run_leaves_nothing_behind() {
         let root = scratch("clean");
-        let run = run(&root, 60, 1_000, 7);
+        let run = run(&root, &ANY, 60, 1_000, 7);
         assert_eq!(run.result, Ok(()));
         assert_eq!(fs::read_dir(&root).expect("listable").count(), 0);
         let _ = fs::remove_dir_all(&root);
@@ -167,7 +200,7 @@ mod tests {
         let workspace = root.join("alice");
         fs::create_dir(&workspace).expect("mkdir");
 
-        let run = run(&root, 60, 1_000, 3);
+        let run = run(&root, &ANY, 60, 1_000, 3);
         assert_eq!(run.result, Ok(()));
         assert_eq!((run.reaped, run.sweep_error), (1, None));
         assert!(!expired.exists());
@@ -182,9 +215,38 @@ mod tests {
     #[test]
     fn missing_storage_is_a_failure_naming_the_step() {
         let root = scratch("missing").join("gone");
-        let run = run(&root, 60, 1_000, 3);
+        let run = run(&root, &ANY, 60, 1_000, 3);
         let error = run.result.expect_err("no storage, no check");
         assert!(error.starts_with("create directory: "), "{error}");
         assert!(run.sweep_error.is_some());
+    }
+
+    #[test]
+    fn storage_that_is_not_a_mount_point_fails_and_is_not_written() {
+        let root = scratch("not-mounted");
+        let expired = root.join(dir_name(999, 1));
+        fs::create_dir(&expired).expect("mkdir");
+        let rule = StorageRule {
+            must_be_mountpoint: true,
+            fs_type: None,
+        };
+        let run = run(&root, &rule, 60, 1_000, 3);
+        let error = run
+            .result
+            .expect_err("a directory of /tmp is no mount point");
+        let canonical = fs::canonicalize(&root).expect("exists");
+        assert!(
+            error.starts_with(&format!(
+                "workspace storage {} is not a mount point",
+                canonical.display()
+            )),
+            "{error}"
+        );
+        assert_eq!(
+            fs::read_dir(&root).expect("listable").count(),
+            1,
+            "neither the janitor nor the check touched it"
+        );
+        let _ = fs::remove_dir_all(&root);
     }
 }

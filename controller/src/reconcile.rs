@@ -158,7 +158,10 @@ pub async fn reconcile(
                     .with_label_values(&[label.as_str(), class.label()])
                     .inc();
                 let (reason, outcome) = match class {
-                    RejectionClass::Transient => ("PodRejected", "it will be re-created"),
+                    RejectionClass::Transient => (
+                        "PodRejected",
+                        "transient: re-created after the backoff while retries remain",
+                    ),
                     RejectionClass::Permanent => (
                         "PodRejectedPermanently",
                         "re-creating cannot help; the workspace has failed",

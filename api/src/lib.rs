@@ -6,6 +6,7 @@ pub mod maintenance;
 pub mod names;
 #[cfg(feature = "process")]
 pub mod process;
+pub mod rejection;
 pub mod schedule;
 mod schema;
 pub mod validation;

@@ -26,3 +26,16 @@ pub fn optional_phase(_: &mut SchemaGenerator) -> Schema {
         "description": "Where the workspace is in its life."
     })
 }
+
+/// An optional `RejectionClass`, for the same reason as [`optional_phase`].
+pub fn optional_rejection_class(_: &mut SchemaGenerator) -> Schema {
+    let classes: Vec<&str> = crate::rejection::RejectionClass::ALL
+        .iter()
+        .map(|c| c.as_str())
+        .collect();
+    json_schema!({
+        "type": "string",
+        "enum": classes,
+        "description": "Transient: the pod is re-created. Permanent: re-creating cannot help."
+    })
+}

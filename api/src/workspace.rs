@@ -1,10 +1,12 @@
 //! The `Workspace` custom resource: one long-lived pod the controller keeps alive.
 
 use k8s_openapi::api::core::v1::PodTemplateSpec;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, MicroTime, Time};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::rejection::RejectionClass;
 
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
@@ -78,6 +80,10 @@ pub struct WorkspaceStatus {
     /// When the last rejected pod was confirmed gone; the re-creation backoff counts from here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod_deletion_time: Option<Time>,
+    /// When the replacement of the last rejected pod is due: `podDeletionTime` plus the
+    /// exponential, jittered backoff. Kept here so a restarted controller waits the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_attempt_time: Option<MicroTime>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_rejection: Option<PodRejection>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -97,6 +103,12 @@ pub struct PodRejection {
     pub message: String,
     pub node: String,
     pub time: Time,
+    /// Transient (re-created) or Permanent (the workspace failed at once). Absent in
+    /// records written before classes existed, and for a pod refused after it ran (never
+    /// re-created, whatever the reason).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::optional_rejection_class")]
+    pub class: Option<RejectionClass>,
 }
 
 /// Condition types the controller maintains on a Workspace.

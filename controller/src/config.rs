@@ -6,9 +6,9 @@ use clap::Parser;
 use jiff::SignedDuration;
 pub use lifeguard_api::process::LogFormat;
 use lifeguard_api::process::parse_duration;
+use lifeguard_api::rejection::{Classifier, ClassifierError};
 
 use crate::plan::Settings;
-use crate::rejection::{DEFAULT_REASONS, RejectionReasons};
 
 #[derive(Debug, Clone, Parser)]
 #[command(
@@ -17,9 +17,13 @@ use crate::rejection::{DEFAULT_REASONS, RejectionReasons};
     about = "lifeguard's workspace controller"
 )]
 pub struct Config {
-    /// Wait between a rejected pod being gone and its replacement, e.g. 15s.
+    /// Wait between a rejected pod being gone and its first replacement, e.g. 15s; each
+    /// further replacement of the same workspace waits twice as long, up to --backoff-max.
     #[arg(long, env = "LIFEGUARD_BACKOFF", default_value = "15s", value_parser = parse_duration)]
     pub backoff: SignedDuration,
+    /// The longest wait before a replacement (the exponential backoff's cap).
+    #[arg(long, env = "LIFEGUARD_BACKOFF_MAX", default_value = "5m", value_parser = parse_duration)]
+    pub backoff_max: SignedDuration,
     /// Replacements of rejected pods per workspace before it is marked Failed.
     #[arg(long, env = "LIFEGUARD_MAX_RETRIES", default_value_t = 3)]
     pub max_retries: u32,
@@ -27,9 +31,26 @@ pub struct Config {
     /// finalizer is released anyway.
     #[arg(long, env = "LIFEGUARD_DISPOSAL_TIMEOUT", default_value = "2m", value_parser = parse_duration)]
     pub disposal_timeout: SignedDuration,
-    /// Kubelet rejection reasons (comma-separated; a trailing * matches a prefix).
-    #[arg(long, env = "LIFEGUARD_REJECTION_REASONS", value_delimiter = ',', default_values_t = DEFAULT_REASONS.iter().map(|s| s.to_string()))]
-    pub rejection_reasons: Vec<String>,
+    /// Kubelet rejection reasons to treat as transient (re-create), in addition to the
+    /// built-in catalogue and overriding it (comma-separated; a trailing * matches a prefix).
+    #[arg(
+        long,
+        env = "LIFEGUARD_TRANSIENT_REJECTION_REASONS",
+        value_delimiter = ','
+    )]
+    pub transient_rejection_reasons: Vec<String>,
+    /// Kubelet rejection reasons to treat as permanent (the workspace fails at once), in
+    /// addition to the built-in catalogue and overriding it.
+    #[arg(
+        long,
+        env = "LIFEGUARD_PERMANENT_REJECTION_REASONS",
+        value_delimiter = ','
+    )]
+    pub permanent_rejection_reasons: Vec<String>,
+    /// Give a replacement pod a preferred node anti-affinity against the node whose kubelet
+    /// refused its predecessor (not when the template pins spec.nodeName).
+    #[arg(long, env = "LIFEGUARD_AVOID_REFUSING_NODE", default_value_t = true, action = clap::ArgAction::Set)]
+    pub avoid_refusing_node: bool,
     /// How often pods holding our finalizer are swept for orphans and overdue deletions.
     #[arg(long, env = "LIFEGUARD_SWEEP_INTERVAL", default_value = "1m", value_parser = parse_duration)]
     pub sweep_interval: SignedDuration,
@@ -63,14 +84,36 @@ pub struct Config {
     pub log_format: LogFormat,
 }
 
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error("--backoff-max ({max:#}) must not be shorter than --backoff ({base:#})")]
+    BackoffMax {
+        base: SignedDuration,
+        max: SignedDuration,
+    },
+    #[error(transparent)]
+    Reasons(#[from] ClassifierError),
+}
+
 impl Config {
-    pub fn settings(&self) -> Settings {
-        Settings {
+    pub fn settings(&self) -> Result<Settings, ConfigError> {
+        if self.backoff_max < self.backoff {
+            return Err(ConfigError::BackoffMax {
+                base: self.backoff,
+                max: self.backoff_max,
+            });
+        }
+        Ok(Settings {
             backoff: self.backoff,
+            backoff_max: self.backoff_max,
             max_retries: self.max_retries,
             disposal_timeout: self.disposal_timeout,
-            reasons: RejectionReasons::new(self.rejection_reasons.iter().cloned()),
-        }
+            reasons: Classifier::new(
+                self.transient_rejection_reasons.iter().cloned(),
+                self.permanent_rejection_reasons.iter().cloned(),
+            )?,
+            avoid_refusing_node: self.avoid_refusing_node,
+        })
     }
 }
 
@@ -78,21 +121,58 @@ impl Config {
 mod tests {
     use super::*;
 
+    use lifeguard_api::rejection::RejectionClass;
+
+    fn settings(args: &[&str]) -> Result<Settings, ConfigError> {
+        let argv = std::iter::once("lifeguard-controller").chain(args.iter().copied());
+        Config::try_parse_from(argv)
+            .expect("flags parse")
+            .settings()
+    }
+
     #[test]
     fn defaults_follow_the_design() {
-        let config = Config::try_parse_from(["lifeguard-controller"]).expect("defaults");
-        let settings = config.settings();
+        let settings = settings(&[]).expect("defaults");
         assert_eq!(settings.backoff, SignedDuration::from_secs(15));
+        assert_eq!(settings.backoff_max, SignedDuration::from_mins(5));
         assert_eq!(settings.max_retries, 3);
-        assert!(settings.reasons.matches("OutOfcpu"));
-        let config = Config::try_parse_from([
-            "lifeguard-controller",
+        assert!(settings.avoid_refusing_node);
+        assert_eq!(settings.reasons, Classifier::default());
+        assert!(Config::try_parse_from(["lifeguard-controller", "--backoff=-1s"]).is_err());
+    }
+
+    #[test]
+    fn flags_change_backoff_classes_and_node_avoidance() {
+        let settings = settings(&[
             "--backoff=2s",
-            "--rejection-reasons=NodeAffinity",
+            "--backoff-max=1m",
+            "--transient-rejection-reasons=SysctlForbidden,VendorBusy",
+            "--permanent-rejection-reasons=NodeAffinity",
+            "--avoid-refusing-node=false",
         ])
         .expect("flags");
-        assert_eq!(config.settings().backoff, SignedDuration::from_secs(2));
-        assert!(!config.settings().reasons.matches("OutOfcpu"));
-        assert!(Config::try_parse_from(["lifeguard-controller", "--backoff=-1s"]).is_err());
+        assert_eq!(settings.backoff, SignedDuration::from_secs(2));
+        assert_eq!(settings.backoff_max, SignedDuration::from_mins(1));
+        assert!(!settings.avoid_refusing_node);
+        let class = |r| settings.reasons.classify(r).class;
+        assert_eq!(class("SysctlForbidden"), RejectionClass::Transient);
+        assert_eq!(class("NodeAffinity"), RejectionClass::Permanent);
+        assert_eq!(class("AppArmor"), RejectionClass::Permanent);
+        assert_eq!(class("OutOfcpu"), RejectionClass::Transient);
+    }
+
+    #[test]
+    fn contradictory_flags_are_refused_with_a_clear_error() {
+        let err = settings(&["--backoff=1m", "--backoff-max=30s"]).expect_err("cap below base");
+        assert_eq!(
+            err.to_string(),
+            "--backoff-max (30s) must not be shorter than --backoff (1m)"
+        );
+        let err = settings(&[
+            "--transient-rejection-reasons=NodePorts",
+            "--permanent-rejection-reasons=NodePorts",
+        ])
+        .expect_err("both classes");
+        assert!(err.to_string().contains("\"NodePorts\""), "{err}");
     }
 }

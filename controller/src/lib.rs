@@ -1,6 +1,7 @@
 //! lifeguard's controller: keeps one pod per Workspace, recovers pods the kubelet rejected
 //! after scheduling, and releases the disposal finalizer only once a pod's end is recorded.
 
+pub mod backoff;
 pub mod config;
 pub mod drain;
 pub mod finalizers;
@@ -119,7 +120,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         .await
         .context("connecting to the Kubernetes API (KUBECONFIG or in-cluster)")?;
     let metrics = Metrics::new().context("registering metrics")?;
-    let settings = config.settings();
+    let settings = config.settings().context("invalid flags")?;
     let ops = Ops {
         metrics: metrics.clone(),
         ready: Arc::new(AtomicBool::new(false)),

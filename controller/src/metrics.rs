@@ -7,6 +7,7 @@ pub struct Metrics {
     registry: Registry,
     pub reconciles: IntCounterVec,
     pub rejections: IntCounterVec,
+    pub rejections_after_running: IntCounterVec,
     pub recreations: IntCounterVec,
     pub give_ups: IntCounterVec,
     pub finalizer_removals: IntCounterVec,
@@ -30,9 +31,16 @@ impl Metrics {
                 "Workspace reconciles, by action taken or error reason.",
                 &["result"],
             )?,
+            // `reason` is a catalogue or configured entry (`OutOf*` for extended resources)
+            // or "other": bounded whatever reasons kubelets invent.
             rejections: counter(
-                "lifeguard_controller_rejections_total",
-                "Kubelet rejections detected, by reason.",
+                "lifeguard_controller_pod_rejections_total",
+                "Workspace pods the kubelet refused before they ran, by reason and class (transient: re-created; permanent: workspace Failed).",
+                &["reason", "class"],
+            )?,
+            rejections_after_running: counter(
+                "lifeguard_controller_rejections_after_running_total",
+                "Workspace pods the kubelet refused after they had run (not re-created), by reason.",
                 &["reason"],
             )?,
             recreations: counter(
@@ -79,6 +87,7 @@ impl Metrics {
         for c in [
             &m.reconciles,
             &m.rejections,
+            &m.rejections_after_running,
             &m.recreations,
             &m.give_ups,
             &m.finalizer_removals,

@@ -5,33 +5,44 @@
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};
+use kube::ResourceExt;
 use lifeguard_api::names::{DRAINED_BY_ANNOTATION, POD_FINALIZER, WORKSPACE_FINALIZER};
+use lifeguard_api::rejection::{Classifier, RejectionClass};
 use lifeguard_api::workspace::{PodRejection, condition};
 use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceStatus};
 
-use crate::rejection::{RejectionReasons, rejection};
+use crate::backoff;
+use crate::rejection::{Rejection, rejected_after_running, rejection};
 use crate::status::{condition_is_true, from_pod, set_condition};
 
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// Wait between a rejected pod being gone and its replacement.
+    /// Wait between a rejected pod being gone and its first replacement; it doubles
+    /// with each further replacement (`backoff::delay`).
     pub backoff: SignedDuration,
+    /// The longest wait before a replacement.
+    pub backoff_max: SignedDuration,
     /// Replacements per workspace before it is marked Failed.
     pub max_retries: u32,
     /// How long a deleting pod may take to terminate its containers before the disposal
     /// finalizer is released anyway.
     pub disposal_timeout: SignedDuration,
-    pub reasons: RejectionReasons,
+    /// Which kubelet rejection reasons are transient or permanent.
+    pub reasons: Classifier,
+    /// Replacement pods prefer other nodes than the one that refused their predecessor.
+    pub avoid_refusing_node: bool,
 }
 
 impl Default for Settings {
     fn default() -> Self {
         Self {
             backoff: SignedDuration::from_secs(15),
+            backoff_max: SignedDuration::from_mins(5),
             max_retries: 3,
             disposal_timeout: SignedDuration::from_secs(120),
-            reasons: RejectionReasons::default(),
+            reasons: Classifier::default(),
+            avoid_refusing_node: true,
         }
     }
 }
@@ -46,8 +57,12 @@ pub enum Action {
     },
     /// Write this status (it differs from the stored one).
     UpdateStatus(Box<WorkspaceStatus>),
-    /// Record a rejection (status written, Event emitted).
+    /// Record a rejection (status written, Event emitted). A permanent one also makes the
+    /// workspace Failed.
     RecordRejection(Box<WorkspaceStatus>),
+    /// Record that the kubelet refused a pod after it had run (Warning Event); the pod is
+    /// not re-created.
+    RecordRejectedAfterRunning(Box<WorkspaceStatus>),
     /// The workspace has used up its retries.
     GiveUp(Box<WorkspaceStatus>),
     /// Delete the pod; `Some(0)` for rejected pods, where nothing ran. `cause` says why,
@@ -108,12 +123,19 @@ fn plan_without_pod(ws: &Workspace, now: Timestamp, settings: &Settings) -> Acti
     if condition_is_true(&status, condition::POD_REJECTED) {
         let Some(gone_at) = status.pod_deletion_time.as_ref().map(|t| t.0) else {
             let mut next = status.clone();
-            next.pod_deletion_time = Some(Time(now));
+            // Whole seconds, as the API stores it, so the due time below is the one a
+            // restarted controller would compute from the stored value.
+            let gone_at = Timestamp::from_second(now.as_second()).unwrap_or(now);
+            next.pod_deletion_time = Some(Time(gone_at));
+            if status.pod_recreated < settings.max_retries {
+                next.next_attempt_time = Some(MicroTime(replacement_due(ws, gone_at, settings)));
+            }
             return Action::UpdateStatus(Box::new(next));
         };
         if status.pod_recreated >= settings.max_retries {
             let mut next = status.clone();
             next.phase = Some(WorkspacePhase::Failed);
+            next.next_attempt_time = None;
             let reason = status
                 .last_rejection
                 .as_ref()
@@ -143,7 +165,11 @@ fn plan_without_pod(ws: &Workspace, now: Timestamp, settings: &Settings) -> Acti
             );
             return Action::GiveUp(Box::new(next));
         }
-        let due = gone_at.checked_add(settings.backoff).unwrap_or(gone_at);
+        // Stored by this or an earlier run; computed for a status written before it was.
+        let due = match &status.next_attempt_time {
+            Some(t) => t.0,
+            None => replacement_due(ws, gone_at, settings),
+        };
         if now < due {
             return Action::WaitUntil(due);
         }
@@ -220,6 +246,7 @@ fn plan_with_pod(ws: &Workspace, pod: &Pod, now: Timestamp, settings: &Settings)
             let mut next = status.clone();
             next.phase = Some(WorkspacePhase::Pending);
             next.pod_deletion_time = None;
+            next.next_attempt_time = None;
             next.pod_starts = next
                 .pod_starts
                 .max(from_pod(ws, pod, WorkspacePhase::Pending, now).pod_starts);
@@ -248,13 +275,11 @@ fn plan_with_pod(ws: &Workspace, pod: &Pod, now: Timestamp, settings: &Settings)
                 generation,
                 now,
             );
-            next.last_rejection = Some(PodRejection {
-                pod_uid: uid,
-                reason: rejected.reason,
-                message: rejected.message,
-                node: rejected.node,
-                time: Time(now),
-            });
+            let class = rejected.class;
+            if class == RejectionClass::Permanent {
+                fail_permanently(&mut next, &rejected, generation, now);
+            }
+            next.last_rejection = Some(record(uid, rejected, Some(class), now));
             return Action::RecordRejection(Box::new(next));
         }
         // Nothing ran in a rejected pod: no disposal to wait for.
@@ -274,6 +299,27 @@ fn plan_with_pod(ws: &Workspace, pod: &Pod, now: Timestamp, settings: &Settings)
     let phase = pod_phase(pod);
     let terminal = matches!(phase, "Succeeded" | "Failed");
     if ws_deleting || pod_deleting || terminal {
+        if let Some(refused) = rejected_after_running(pod, &settings.reasons) {
+            let uid = pod.metadata.uid.clone();
+            if status.last_rejection.as_ref().map(|r| &r.pod_uid) != Some(&uid) {
+                let mut next = from_pod(ws, pod, WorkspacePhase::Failed, now);
+                let message = format!(
+                    "the kubelet on {} refused the pod after it had run ({}): {}; it is not re-created",
+                    refused.node, refused.reason, refused.message
+                );
+                set_condition(
+                    &mut next.conditions,
+                    condition::FAILED,
+                    true,
+                    REJECTED_AFTER_RUNNING,
+                    &message,
+                    generation,
+                    now,
+                );
+                next.last_rejection = Some(record(uid, refused, None, now));
+                return Action::RecordRejectedAfterRunning(Box::new(next));
+            }
+        }
         let final_phase = match phase {
             "Succeeded" => WorkspacePhase::Stopped,
             "Failed" => WorkspacePhase::Failed,
@@ -316,6 +362,73 @@ fn plan_with_pod(ws: &Workspace, pod: &Pod, now: Timestamp, settings: &Settings)
     } else {
         Action::Idle
     }
+}
+
+/// Condition reason and Event reason for a pod the kubelet refused after it had run.
+pub const REJECTED_AFTER_RUNNING: &str = "RejectedAfterRunning";
+
+/// When the replacement of a pod confirmed gone at `gone_at` is due.
+fn replacement_due(ws: &Workspace, gone_at: Timestamp, settings: &Settings) -> Timestamp {
+    let status = ws.status.as_ref();
+    let attempt = status.map_or(0, |s| s.pod_recreated) + 1;
+    // The UID tells apart same-named workspaces; without one (never from the API) the
+    // namespaced name still gives each workspace its own jitter.
+    let seed = ws
+        .metadata
+        .uid
+        .clone()
+        .unwrap_or_else(|| format!("{}/{}", ws.namespace().unwrap_or_default(), ws.name_any()));
+    let wait = backoff::delay(settings.backoff, settings.backoff_max, &seed, attempt);
+    gone_at.checked_add(wait).unwrap_or(gone_at)
+}
+
+fn record(
+    pod_uid: Option<String>,
+    r: Rejection,
+    class: Option<RejectionClass>,
+    now: Timestamp,
+) -> PodRejection {
+    PodRejection {
+        pod_uid,
+        reason: r.reason,
+        message: r.message,
+        node: r.node,
+        time: Time(now),
+        class,
+    }
+}
+
+/// A permanent rejection: no retry can help, so the workspace fails now, saying why in
+/// the kubelet's own words.
+fn fail_permanently(
+    next: &mut WorkspaceStatus,
+    r: &Rejection,
+    generation: Option<i64>,
+    now: Timestamp,
+) {
+    next.phase = Some(WorkspacePhase::Failed);
+    let message = format!(
+        "the kubelet on {} refused the pod for a reason re-creating cannot fix ({}): {}",
+        r.node, r.reason, r.message
+    );
+    set_condition(
+        &mut next.conditions,
+        condition::FAILED,
+        true,
+        &r.reason,
+        &message,
+        generation,
+        now,
+    );
+    set_condition(
+        &mut next.conditions,
+        condition::READY,
+        false,
+        "Failed",
+        &message,
+        generation,
+        now,
+    );
 }
 
 const REJECTED_CAUSE: &str =

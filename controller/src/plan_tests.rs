@@ -46,10 +46,16 @@ fn kind(action: &Action) -> String {
     match action {
         Action::UpdateStatus(s) => format!("UpdateStatus({:?})", s.phase),
         Action::RecordRejection(_) => "RecordRejection".into(),
+        Action::RecordRejectedAfterRunning(_) => "RecordRejectedAfterRunning".into(),
         Action::GiveUp(_) => "GiveUp".into(),
         Action::WaitUntil(t) => format!("WaitUntil({t})"),
         other => format!("{other:?}"),
     }
+}
+
+fn with_next_attempt(mut status: Value, due: &str) -> Value {
+    status["nextAttemptTime"] = json!(due);
+    status
 }
 
 #[test]
@@ -155,10 +161,13 @@ fn next_action() {
             "UpdateStatus(Some(Pending))".into(),
         ),
         (
-            "backoff not over",
-            ws(gone("2026-12-01T11:59:50Z", 0), json!({})),
+            "backoff not over: wait for the stored due time",
+            ws(
+                with_next_attempt(gone("2026-12-01T11:59:50Z", 0), "2026-12-01T12:00:05.25Z"),
+                json!({}),
+            ),
             None,
-            "WaitUntil(2026-12-01T12:00:05Z)".into(),
+            "WaitUntil(2026-12-01T12:00:05.25Z)".into(),
         ),
         (
             "backoff over: same name again",
@@ -167,8 +176,8 @@ fn next_action() {
             "CreatePod { start: 2, recreation: Some(1) }".into(),
         ),
         (
-            "third re-creation",
-            ws(gone("2026-12-01T11:59:00Z", 2), json!({})),
+            "third re-creation, after 60 s",
+            ws(gone("2026-12-01T11:58:58Z", 2), json!({})),
             None,
             "CreatePod { start: 4, recreation: Some(3) }".into(),
         ),
@@ -351,4 +360,194 @@ fn deletion_events_say_why() {
     for (what, ws, phase, expected) in cases {
         assert_eq!(stop_cause(&ws, phase), expected, "{what}");
     }
+}
+
+fn failed_pod(reason: &str, message: &str, container_statuses: Value) -> Pod {
+    pod(
+        json!({"phase": "Failed", "reason": reason, "message": message, "containerStatuses": container_statuses}),
+        json!({}),
+    )
+}
+
+fn condition<'a>(
+    status: &'a lifeguard_api::WorkspaceStatus,
+    type_: &str,
+) -> Option<&'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
+    status.conditions.iter().find(|c| c.type_ == type_)
+}
+
+/// The stored form of a status, as a restarted controller reads it back.
+fn stored(status: &lifeguard_api::WorkspaceStatus, meta: Value) -> Workspace {
+    ws(
+        serde_json::to_value(status).expect("status serializes"),
+        meta,
+    )
+}
+
+#[test]
+fn a_permanent_rejection_fails_the_workspace_at_once() {
+    for message in [
+        "Pod was rejected: forbidden sysctl: \"kernel.msgmax\" not allowlisted",
+        "Pod forbidden sysctl: \"kernel.msgmax\" not whitelisted",
+    ] {
+        let workspace = ws(json!({"podStarts": 1, "phase": "Creating"}), json!({}));
+        let rejected = failed_pod("SysctlForbidden", message, json!([]));
+        let Action::RecordRejection(status) =
+            plan(&workspace, Some(&rejected), now(), &Settings::default())
+        else {
+            panic!("expected RecordRejection");
+        };
+        assert_eq!(status.phase, Some(WorkspacePhase::Failed), "{message}");
+        assert_eq!(status.pod_recreated, 0, "no retry spent");
+        let failed = condition(&status, "Failed").expect("Failed condition");
+        assert_eq!(
+            (failed.status.as_str(), failed.reason.as_str()),
+            ("True", "SysctlForbidden")
+        );
+        assert!(
+            failed.message.contains(message) && failed.message.contains("node-1"),
+            "{}",
+            failed.message
+        );
+        let recorded = status.last_rejection.as_ref().expect("recorded");
+        assert_eq!(
+            recorded.class,
+            Some(lifeguard_api::rejection::RejectionClass::Permanent)
+        );
+        // Then the pod goes at once, and nothing is ever re-created.
+        let workspace = stored(&status, json!({}));
+        assert_eq!(
+            kind(&plan(
+                &workspace,
+                Some(&rejected),
+                now(),
+                &Settings::default()
+            )),
+            "ReleasePod"
+        );
+        assert_eq!(
+            kind(&plan(&workspace, None, now(), &Settings::default())),
+            "Idle"
+        );
+    }
+}
+
+#[test]
+fn a_transient_rejection_is_recreated_after_the_backoff() {
+    // Issue 12 item 9: the eviction manager refusing a pod at admission (node pressure).
+    let workspace = ws(
+        json!({"podStarts": 1, "phase": "Creating"}),
+        json!({"uid": "ws-uid"}),
+    );
+    let waiting = json!([{"name": "ide", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+                          "state": {"waiting": {"reason": "ContainerCreating"}}}]);
+    let evicted = failed_pod(
+        "Evicted",
+        "Pod was rejected: The node had condition: [DiskPressure]. ",
+        waiting,
+    );
+    let settings = Settings::default();
+    let Action::RecordRejection(status) = plan(&workspace, Some(&evicted), now(), &settings) else {
+        panic!("expected RecordRejection");
+    };
+    assert_eq!(status.phase, Some(WorkspacePhase::Pending));
+    assert_eq!(
+        status.last_rejection.as_ref().and_then(|r| r.class),
+        Some(lifeguard_api::rejection::RejectionClass::Transient)
+    );
+    assert!(condition(&status, "Failed").is_none());
+    // Pod gone: the due time is recorded with the deletion time ...
+    let workspace = stored(&status, json!({"uid": "ws-uid"}));
+    let Action::UpdateStatus(status) = plan(&workspace, None, now(), &settings) else {
+        panic!("expected UpdateStatus");
+    };
+    let gone = status.pod_deletion_time.as_ref().expect("deletion time").0;
+    let due = status.next_attempt_time.as_ref().expect("due time").0;
+    assert_eq!(gone, now());
+    let wait = due.duration_since(gone);
+    assert!(
+        wait >= SignedDuration::from_secs(15) && wait <= SignedDuration::from_millis(15_500),
+        "first wait {wait}"
+    );
+    // ... kept across a restart, even one with another --backoff ...
+    let workspace = stored(&status, json!({"uid": "ws-uid"}));
+    let restarted = Settings {
+        backoff: SignedDuration::from_secs(1),
+        ..Settings::default()
+    };
+    let just_before = due - SignedDuration::from_millis(1);
+    assert_eq!(
+        kind(&plan(&workspace, None, just_before, &restarted)),
+        format!("WaitUntil({due})")
+    );
+    // ... and then the same-named replacement comes.
+    assert_eq!(
+        kind(&plan(&workspace, None, due, &restarted)),
+        "CreatePod { start: 2, recreation: Some(1) }"
+    );
+}
+
+#[test]
+fn later_replacements_wait_longer() {
+    let settings = Settings::default();
+    let mut waits = Vec::new();
+    for recreated in 0..3 {
+        let workspace = ws(
+            json!({"phase": "Pending", "podStarts": 1 + recreated, "podRecreated": recreated,
+                   "conditions": rejected_condition("True")}),
+            json!({"uid": "ws-uid"}),
+        );
+        let Action::UpdateStatus(status) = plan(&workspace, None, now(), &settings) else {
+            panic!("expected UpdateStatus");
+        };
+        let due = status.next_attempt_time.expect("due time").0;
+        waits.push(due.duration_since(now()).as_millis());
+    }
+    // 15 s, 30 s, 60 s, each with up to a tenth more of jitter.
+    for (wait, base) in waits.iter().zip([15_000, 30_000, 60_000]) {
+        assert!(*wait >= base && *wait <= base + base / 10, "{waits:?}");
+    }
+    // No retry left: no due time, the next step gives up.
+    let workspace = ws(
+        json!({"phase": "Pending", "podStarts": 4, "podRecreated": 3, "conditions": rejected_condition("True")}),
+        json!({}),
+    );
+    let Action::UpdateStatus(status) = plan(&workspace, None, now(), &settings) else {
+        panic!("expected UpdateStatus");
+    };
+    assert!(status.next_attempt_time.is_none());
+}
+
+#[test]
+fn a_refusal_after_running_is_reported_and_not_recreated() {
+    let ran = json!([{"name": "ide", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+                      "state": {"terminated": {"exitCode": 137, "reason": "Error", "startedAt": "2026-12-01T10:00:00Z"}}}]);
+    let refused = failed_pod(
+        "OutOfcpu",
+        "Pod was rejected: Node didn't have enough resource: cpu, requested: 4000, used: 3500, capacity: 4000",
+        ran,
+    );
+    let workspace = ws(json!({"podStarts": 1, "phase": "Running"}), json!({}));
+    let settings = Settings::default();
+    let Action::RecordRejectedAfterRunning(status) =
+        plan(&workspace, Some(&refused), now(), &settings)
+    else {
+        panic!("expected RecordRejectedAfterRunning");
+    };
+    assert_eq!(status.phase, Some(WorkspacePhase::Failed));
+    let failed = condition(&status, "Failed").expect("Failed condition");
+    assert_eq!(failed.reason, "RejectedAfterRunning");
+    assert!(failed.message.contains("OutOfcpu"), "{}", failed.message);
+    assert_eq!(
+        status.last_rejection.as_ref().map(|r| r.reason.as_str()),
+        Some("OutOfcpu")
+    );
+    assert_eq!(status.pod_recreated, 0);
+    // Recorded once; then the pod is disposed of like any ended pod, never replaced.
+    let workspace = stored(&status, json!({}));
+    assert_eq!(
+        kind(&plan(&workspace, Some(&refused), now(), &settings)),
+        "DeletePod { grace_seconds: None, cause: \"it ended (Failed)\" }"
+    );
+    assert_eq!(kind(&plan(&workspace, None, now(), &settings)), "Idle");
 }

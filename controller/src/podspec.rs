@@ -1,6 +1,8 @@
 //! The pod a Workspace runs, built from its template.
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{
+    NodeSelectorRequirement, NodeSelectorTerm, Pod, PreferredSchedulingTerm,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, ResourceExt};
 use lifeguard_api::Workspace;
@@ -38,6 +40,51 @@ pub fn build(ws: &Workspace, start: u32, recreation: Option<u32>) -> Pod {
         status: None,
     }
 }
+
+/// The node label the avoidance matches (the well-known label every kubelet sets).
+pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
+
+/// The node a replacement pod should prefer not to land on: the one whose kubelet refused
+/// its predecessor. `None` for a first start or when `--avoid-refusing-node=false`.
+pub fn node_to_avoid(ws: &Workspace, recreation: Option<u32>, enabled: bool) -> Option<String> {
+    recreation.filter(|_| enabled)?;
+    let refused = ws.status.as_ref()?.last_rejection.as_ref()?;
+    Some(refused.node.clone()).filter(|n| !n.is_empty())
+}
+
+/// Adds a preferred node anti-affinity against `node`, after whatever the template
+/// prefers or requires, so the scheduler tries other nodes first but may still pick that
+/// one. A template that pins `spec.nodeName` bypasses the scheduler: left untouched.
+pub fn avoid_node(pod: &mut Pod, node: &str) {
+    let Some(spec) = pod.spec.as_mut() else {
+        return;
+    };
+    if spec.node_name.as_deref().is_some_and(|n| !n.is_empty()) {
+        return;
+    }
+    let term = PreferredSchedulingTerm {
+        // The strongest preference: a kubelet that just refused the pod is likely to again.
+        weight: 100,
+        preference: NodeSelectorTerm {
+            match_expressions: Some(vec![NodeSelectorRequirement {
+                key: HOSTNAME_LABEL.into(),
+                operator: "NotIn".into(),
+                values: Some(vec![node.to_string()]),
+            }]),
+            match_fields: None,
+        },
+    };
+    spec.affinity
+        .get_or_insert_with(Default::default)
+        .node_affinity
+        .get_or_insert_with(Default::default)
+        .preferred_during_scheduling_ignored_during_execution
+        .get_or_insert_with(Vec::new)
+        .push(term);
+}
+
+#[cfg(test)]
+mod avoid_node_tests;
 
 #[cfg(test)]
 mod tests {

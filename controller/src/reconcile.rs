@@ -12,12 +12,13 @@ use kube::runtime::controller::Action as Requeue;
 use kube::runtime::events::{Event, EventType, Reporter};
 use kube::{Resource, ResourceExt};
 use lifeguard_api::names::{POD_FINALIZER, WORKSPACE_FINALIZER, pod_name};
+use lifeguard_api::rejection::RejectionClass;
 use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceStatus};
 use serde_json::json;
 
 use crate::finalizers::{self, Removal};
 use crate::metrics::Metrics;
-use crate::plan::{Action, Settings, plan};
+use crate::plan::{Action, REJECTED_AFTER_RUNNING, Settings, plan};
 use crate::podspec;
 
 pub struct Context {
@@ -62,6 +63,7 @@ fn action_name(action: &Action) -> &'static str {
         Action::CreatePod { .. } => "recreate_pod",
         Action::UpdateStatus(_) => "update_status",
         Action::RecordRejection(_) => "record_rejection",
+        Action::RecordRejectedAfterRunning(_) => "record_rejected_after_running",
         Action::GiveUp(_) => "give_up",
         Action::DeletePod { .. } => "delete_pod",
         Action::ReleasePod => "release_pod",
@@ -90,6 +92,7 @@ async fn event(ctx: &Context, ws: &Workspace, type_: EventType, reason: &str, no
 /// Fields a merge patch must null explicitly: leaving them out would keep the old value.
 const CLEARABLE: &[&str] = &[
     "podDeletionTime",
+    "nextAttemptTime",
     "lastRejection",
     "nodeName",
     "podName",
@@ -148,18 +151,48 @@ pub async fn reconcile(
         Action::RecordRejection(status) => {
             write_status(&workspaces, &ws, &status).await?;
             if let Some(r) = &status.last_rejection {
+                let class = r.class.unwrap_or(RejectionClass::Transient);
+                let label = ctx.settings.reasons.classify(&r.reason).label;
                 ctx.metrics
                     .rejections
-                    .with_label_values(&[r.reason.as_str()])
+                    .with_label_values(&[label.as_str(), class.label()])
                     .inc();
+                let (reason, outcome) = match class {
+                    RejectionClass::Transient => (
+                        "PodRejected",
+                        "transient: re-created after the backoff while retries remain",
+                    ),
+                    RejectionClass::Permanent => (
+                        "PodRejectedPermanently",
+                        "re-creating cannot help; the workspace has failed",
+                    ),
+                };
                 let note = format!(
-                    "kubelet on {} rejected pod {}: {} ({})",
+                    "kubelet on {} rejected pod {}: {} ({}); {outcome}",
                     r.node,
                     pod_name(&name),
                     r.reason,
                     r.message
                 );
-                event(&ctx, &ws, EventType::Warning, "PodRejected", note).await;
+                event(&ctx, &ws, EventType::Warning, reason, note).await;
+            }
+        }
+        Action::RecordRejectedAfterRunning(status) => {
+            write_status(&workspaces, &ws, &status).await?;
+            if let Some(r) = &status.last_rejection {
+                let label = ctx.settings.reasons.classify(&r.reason).label;
+                ctx.metrics
+                    .rejections_after_running
+                    .with_label_values(&[label.as_str()])
+                    .inc();
+                let note = format!(
+                    "kubelet on {} refused pod {} after it had run: {} ({}); it is not re-created",
+                    r.node,
+                    pod_name(&name),
+                    r.reason,
+                    r.message
+                );
+                event(&ctx, &ws, EventType::Warning, REJECTED_AFTER_RUNNING, note).await;
             }
         }
         Action::GiveUp(status) => {
@@ -254,7 +287,10 @@ async fn create_pod(
     start: u32,
     recreation: Option<u32>,
 ) -> Result<Requeue, Error> {
-    let pod = podspec::build(ws, start, recreation);
+    let mut pod = podspec::build(ws, start, recreation);
+    if let Some(node) = podspec::node_to_avoid(ws, recreation, ctx.settings.avoid_refusing_node) {
+        podspec::avoid_node(&mut pod, &node);
+    }
     match pods.create(&PostParams::default(), &pod).await {
         Ok(_) => {}
         // Already there (our earlier create whose status write was lost): the next
@@ -280,6 +316,7 @@ async fn create_pod(
     status.pod_name = pod.metadata.name.clone();
     status.pod_starts = status.pod_starts.max(start);
     status.pod_deletion_time = None;
+    status.next_attempt_time = None;
     if let Some(attempt) = recreation {
         status.pod_recreated = status.pod_recreated.max(attempt);
         ctx.metrics

@@ -27,7 +27,7 @@ PANELS = [
         ('histogram_quantile(0.99, sum by (le, webhook) (rate(lifeguard_webhook_admission_duration_seconds_bucket{job="lifeguard-webhook"}[1m])))', "p99 {webhook}"),
     ]),
     ("Kubelet rejections and re-creations (controller, per 30s)", "count", [
-        ('sum(increase(lifeguard_controller_rejections_total{job="lifeguard-controller"}[30s]))', "rejections"),
+        ('sum(increase(lifeguard_controller_pod_rejections_total{job="lifeguard-controller"}[30s]))', "rejections"),
         ('sum(increase(lifeguard_controller_recreations_total{job="lifeguard-controller"}[30s]))', "re-creations"),
         ('sum(increase(lifeguard_controller_give_ups_total{job="lifeguard-controller"}[30s]))', "give-ups"),
     ]),

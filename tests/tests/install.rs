@@ -286,3 +286,49 @@ fn alert_rules_pass_promtool() {
     .unwrap();
     assert!(out.contains("SUCCESS"), "{out}");
 }
+
+#[test]
+fn every_alert_is_in_the_operations_alert_table() {
+    check_alerts_documented().unwrap();
+}
+
+/// The runbook's alert table (docs/operations.md, "Alerts") and the rules file name the
+/// same alerts, so a new rule cannot ship without saying what it means and what to do.
+fn check_alerts_documented() -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(repo().join("manifests/monitoring/alerts.yaml"))?;
+    let rules: Value = serde_yaml_ng::from_str(&text)?;
+    let mut defined: Vec<String> = rules["groups"]
+        .as_array()
+        .context("alerts.yaml: groups")?
+        .iter()
+        .flat_map(|g| g["rules"].as_array().cloned().unwrap_or_default())
+        .filter_map(|r| r["alert"].as_str().map(str::to_string))
+        .collect();
+    let docs = std::fs::read_to_string(repo().join("docs/operations.md"))?;
+    let section = docs
+        .split("\n## Alerts\n")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .context("docs/operations.md has no \"## Alerts\" section")?;
+    let mut documented: Vec<String> = section
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split('`').next())
+        .map(str::to_string)
+        .collect();
+    defined.sort();
+    documented.sort();
+    let undocumented: Vec<_> = defined.iter().filter(|a| !documented.contains(a)).collect();
+    let stale: Vec<_> = documented.iter().filter(|a| !defined.contains(a)).collect();
+    ensure!(
+        undocumented.is_empty() && stale.is_empty(),
+        "docs/operations.md's alert table misses {undocumented:?} and lists alerts alerts.yaml lacks: {stale:?}"
+    );
+    ensure!(
+        defined
+            .iter()
+            .any(|a| a == "LifeguardPodRejectedPermanently"),
+        "the permanent-rejection alert is missing"
+    );
+    Ok(())
+}

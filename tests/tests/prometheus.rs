@@ -190,7 +190,7 @@ async fn a_recovered_kubelet_rejection_moves_the_controller_counters() {
     let _lock = support::cluster_lock(false).expect("cluster lock");
     with_namespace("prom-reject", |client, ns| async move {
         apply_crds(&client).await?;
-        let rejections = r#"sum(lifeguard_controller_rejections_total{job="lifeguard-controller",reason="NodeAffinity"})"#;
+        let rejections = r#"sum(lifeguard_controller_pod_rejections_total{job="lifeguard-controller",reason="NodeAffinity",class="transient"})"#;
         let recreations = r#"sum(lifeguard_controller_recreations_total{job="lifeguard-controller"})"#;
         let rejections_before = value(rejections)?.unwrap_or(0.0);
         let recreations_before = value(recreations)?.unwrap_or(0.0);

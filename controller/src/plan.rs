@@ -105,6 +105,23 @@ fn plan_without_pod(ws: &Workspace, now: Timestamp, settings: &Settings) -> Acti
     ) {
         return Action::Idle;
     }
+    // Drained without a pod (never started, or between a rejection and its replacement):
+    // stopped at once, so the drain can finish, and never started afterwards.
+    if let Some(window) = drained_by(ws) {
+        let mut next = status.clone();
+        next.phase = Some(WorkspacePhase::Stopped);
+        next.pod_deletion_time = None;
+        set_condition(
+            &mut next.conditions,
+            condition::READY,
+            false,
+            "Drained",
+            &format!("maintenance window {window} drained the workspace before its pod ran"),
+            generation,
+            now,
+        );
+        return Action::UpdateStatus(Box::new(next));
+    }
     if condition_is_true(&status, condition::POD_REJECTED) {
         let Some(gone_at) = status.pod_deletion_time.as_ref().map(|t| t.0) else {
             let mut next = status.clone();

@@ -233,6 +233,42 @@ fn next_action() {
             "ReleasePod".into(),
         ),
         (
+            "drained before its first pod: Stopped, never started",
+            ws(
+                json!(null),
+                json!({"annotations": {"lifeguard.dev/drained-by": "upgrade"}}),
+            ),
+            None,
+            "UpdateStatus(Some(Stopped))".into(),
+        ),
+        (
+            "drained while its first pod could not be created: Stopped",
+            ws(
+                json!({"phase": "Pending"}),
+                json!({"annotations": {"lifeguard.dev/drained-by": "upgrade"}}),
+            ),
+            None,
+            "UpdateStatus(Some(Stopped))".into(),
+        ),
+        (
+            "drained between a rejection and its replacement: Stopped",
+            ws(
+                gone("2026-12-01T11:59:00Z", 1),
+                json!({"annotations": {"lifeguard.dev/drained-by": "upgrade"}}),
+            ),
+            None,
+            "UpdateStatus(Some(Stopped))".into(),
+        ),
+        (
+            "drained and Stopped: stays stopped after the window",
+            ws(
+                json!({"phase": "Stopped"}),
+                json!({"annotations": {"lifeguard.dev/drained-by": "upgrade"}}),
+            ),
+            None,
+            "Idle".into(),
+        ),
+        (
             "workspace deleted, pod gone: drop our finalizer",
             ws(
                 json!({"phase": "Stopping"}),
@@ -351,4 +387,43 @@ fn deletion_events_say_why() {
     for (what, ws, phase, expected) in cases {
         assert_eq!(stop_cause(&ws, phase), expected, "{what}");
     }
+}
+
+#[test]
+fn a_drained_workspace_without_a_pod_stops_and_no_longer_holds_up_the_drain() {
+    let window: lifeguard_api::MaintenanceWindow = serde_json::from_value(json!({
+        "metadata": {"name": "upgrade"},
+        "spec": {"start": "2026-12-01T11:00:00Z", "end": "2026-12-01T13:00:00Z", "drain": true}
+    }))
+    .expect("window literal");
+    let window = lifeguard_api::window::CompiledWindow::compile(&window).expect("valid window");
+    let no_labels = std::collections::BTreeMap::new();
+    let mut workspace = ws(
+        json!({"phase": "Pending"}),
+        json!({"annotations": {"lifeguard.dev/drained-by": "upgrade"}}),
+    );
+    assert!(lifeguard_api::drain::still_remaining(
+        &window, &workspace, &no_labels
+    ));
+    let Action::UpdateStatus(status) = plan(&workspace, None, now(), &Settings::default()) else {
+        panic!("expected UpdateStatus");
+    };
+    let ready = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .expect("Ready condition");
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("False", "Drained")
+    );
+    workspace.status = Some(*status);
+    assert!(!lifeguard_api::drain::still_remaining(
+        &window, &workspace, &no_labels
+    ));
+    assert_eq!(
+        kind(&plan(&workspace, None, now(), &Settings::default())),
+        "Idle",
+        "once Stopped it is never started, also after the window"
+    );
 }

@@ -104,4 +104,7 @@ pub mod condition {
     pub const POD_REJECTED: &str = "PodRejected";
     pub const READY: &str = "Ready";
     pub const FAILED: &str = "Failed";
+    /// True while a pod of this workspace's name exists that this Workspace does not
+    /// control (a stranger's, or a predecessor's of the same name); it is left alone.
+    pub const POD_CONFLICT: &str = "PodConflict";
 }

@@ -84,9 +84,75 @@ pub fn plan(ws: &Workspace, pod: Option<&Pod>, now: Timestamp, settings: &Settin
         return Action::AddWorkspaceFinalizer;
     }
     match pod {
-        Some(pod) => plan_with_pod(ws, pod, now, settings),
+        Some(pod) if controlled_by(pod, ws) => plan_with_pod(ws, pod, now, settings),
+        Some(pod) => plan_with_foreign_pod(ws, pod, now, settings),
         None => plan_without_pod(ws, now, settings),
     }
+}
+
+/// Whether `pod`'s controlling owner reference names this very Workspace (by UID): a pod
+/// of the same name may be a stranger's, or left by a deleted Workspace of the same name.
+pub fn controlled_by(pod: &Pod, ws: &Workspace) -> bool {
+    let Some(uid) = ws.metadata.uid.as_deref() else {
+        return false;
+    };
+    pod.metadata.owner_references.as_ref().is_some_and(|refs| {
+        refs.iter()
+            .any(|r| r.controller == Some(true) && r.uid == uid)
+    })
+}
+
+/// How often a workspace whose pod name is taken looks again: the other pod's deletion
+/// does not trigger this Workspace's reconcile (it is not the pod's owner).
+const CONFLICT_RECHECK: SignedDuration = SignedDuration::from_secs(30);
+
+/// A pod of our name that this Workspace does not control is never touched: for this
+/// workspace it is as if it had no pod, except that a new one cannot be created while the
+/// name is taken. Then the Workspace waits, `Pending`, with `PodConflict` naming the pod.
+fn plan_with_foreign_pod(ws: &Workspace, pod: &Pod, now: Timestamp, settings: &Settings) -> Action {
+    match plan_without_pod(ws, now, settings) {
+        Action::CreatePod { .. } => {}
+        other => return other,
+    }
+    let status = ws.status.clone().unwrap_or_default();
+    let generation = ws.metadata.generation;
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    let owner = pod
+        .metadata
+        .owner_references
+        .as_ref()
+        .and_then(|refs| refs.iter().find(|r| r.controller == Some(true)))
+        .map_or("no controlling owner".to_string(), |r| {
+            format!("it is controlled by {} {} (uid {})", r.kind, r.name, r.uid)
+        });
+    let message = format!(
+        "pod {name} exists but this Workspace does not control it ({owner}); it is left \
+         alone, and this workspace's pod is created once the name is free"
+    );
+    let mut next = status.clone();
+    next.phase = Some(WorkspacePhase::Pending);
+    set_condition(
+        &mut next.conditions,
+        condition::POD_CONFLICT,
+        true,
+        "PodNameTaken",
+        &message,
+        generation,
+        now,
+    );
+    set_condition(
+        &mut next.conditions,
+        condition::READY,
+        false,
+        "PodNameTaken",
+        &message,
+        generation,
+        now,
+    );
+    if next != status {
+        return Action::UpdateStatus(Box::new(next));
+    }
+    Action::WaitUntil(now.checked_add(CONFLICT_RECHECK).unwrap_or(now))
 }
 
 fn plan_without_pod(ws: &Workspace, now: Timestamp, settings: &Settings) -> Action {

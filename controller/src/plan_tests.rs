@@ -7,14 +7,14 @@ use serde_json::{Value, json};
 
 use crate::plan::{Action, Settings, plan, stop_cause};
 
-const NOW: &str = "2026-12-01T12:00:00Z";
+pub(crate) const NOW: &str = "2026-12-01T12:00:00Z";
 
-fn now() -> Timestamp {
+pub(crate) fn now() -> Timestamp {
     NOW.parse().expect("time")
 }
 
-fn ws(status: Value, extra_meta: Value) -> Workspace {
-    let mut meta = json!({"name": "alice", "namespace": "team", "generation": 1,
+pub(crate) fn ws(status: Value, extra_meta: Value) -> Workspace {
+    let mut meta = json!({"name": "alice", "namespace": "team", "uid": "ws-uid", "generation": 1,
                           "finalizers": ["lifeguard.dev/workspace"]});
     if let (Some(m), Some(extra)) = (meta.as_object_mut(), extra_meta.as_object()) {
         m.extend(extra.clone());
@@ -27,9 +27,11 @@ fn ws(status: Value, extra_meta: Value) -> Workspace {
     .expect("workspace literal")
 }
 
-fn pod(status: Value, extra_meta: Value) -> Pod {
+pub(crate) fn pod(status: Value, extra_meta: Value) -> Pod {
     let mut meta = json!({"name": "ws-alice", "uid": "pod-uid-1", "finalizers": ["lifeguard.dev/disposal"],
-                          "annotations": {"lifeguard.dev/start": "1"}});
+                          "annotations": {"lifeguard.dev/start": "1"},
+                          "ownerReferences": [{"apiVersion": "lifeguard.dev/v1alpha1", "kind": "Workspace",
+                                               "name": "alice", "uid": "ws-uid", "controller": true}]});
     if let (Some(m), Some(extra)) = (meta.as_object_mut(), extra_meta.as_object()) {
         m.extend(extra.clone());
     }
@@ -37,12 +39,12 @@ fn pod(status: Value, extra_meta: Value) -> Pod {
         .expect("pod literal")
 }
 
-fn rejected_condition(status: &str) -> Value {
+pub(crate) fn rejected_condition(status: &str) -> Value {
     json!([{"type": "PodRejected", "status": status, "reason": "NodeAffinity", "message": "m",
             "lastTransitionTime": "2026-12-01T11:00:00Z"}])
 }
 
-fn kind(action: &Action) -> String {
+pub(crate) fn kind(action: &Action) -> String {
     match action {
         Action::UpdateStatus(s) => format!("UpdateStatus({:?})", s.phase),
         Action::RecordRejection(_) => "RecordRejection".into(),

@@ -278,6 +278,7 @@ async fn create_pod(
     let mut status = ws.status.clone().unwrap_or_default();
     status.phase = Some(WorkspacePhase::Creating);
     status.pod_name = pod.metadata.name.clone();
+    status.observed_generation = ws.metadata.generation;
     status.pod_starts = status.pod_starts.max(start);
     status.pod_deletion_time = None;
     if let Some(attempt) = recreation {

@@ -16,6 +16,8 @@ pub mod sweep;
 pub mod windows;
 
 #[cfg(test)]
+mod plan_create_tests;
+#[cfg(test)]
 mod plan_owner_tests;
 #[cfg(test)]
 mod plan_tests;

@@ -7,7 +7,7 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use lifeguard_api::names::{DRAINED_BY_ANNOTATION, POD_FINALIZER, WORKSPACE_FINALIZER};
-use lifeguard_api::workspace::{PodRejection, condition};
+use lifeguard_api::workspace::{PodCreateError, PodRejection, condition};
 use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceStatus};
 
 use crate::rejection::{RejectionReasons, rejection};
@@ -23,6 +23,10 @@ pub struct Settings {
     /// finalizer is released anyway.
     pub disposal_timeout: SignedDuration,
     pub reasons: RejectionReasons,
+    /// Wait after the API first refuses to create a pod; it doubles with each refusal in a
+    /// row, up to `create_backoff_max`.
+    pub create_backoff: SignedDuration,
+    pub create_backoff_max: SignedDuration,
 }
 
 impl Default for Settings {
@@ -32,6 +36,8 @@ impl Default for Settings {
             max_retries: 3,
             disposal_timeout: SignedDuration::from_secs(120),
             reasons: RejectionReasons::default(),
+            create_backoff: SignedDuration::from_secs(5),
+            create_backoff_max: SignedDuration::from_secs(120),
         }
     }
 }
@@ -230,16 +236,26 @@ fn plan_without_pod(ws: &Workspace, now: Timestamp, settings: &Settings) -> Acti
         if now < due {
             return Action::WaitUntil(due);
         }
-        return Action::CreatePod {
-            start: status.pod_starts + 1,
-            recreation: Some(status.pod_recreated + 1),
-        };
+        return create_when_due(
+            &status,
+            now,
+            settings,
+            Action::CreatePod {
+                start: status.pod_starts + 1,
+                recreation: Some(status.pod_recreated + 1),
+            },
+        );
     }
     if status.pod_starts == 0 {
-        return Action::CreatePod {
-            start: 1,
-            recreation: None,
-        };
+        return create_when_due(
+            &status,
+            now,
+            settings,
+            Action::CreatePod {
+                start: 1,
+                recreation: None,
+            },
+        );
     }
     // The pod went away without a rejection (deleted by someone else): the workspace has
     // stopped; it is not silently restarted.
@@ -259,6 +275,99 @@ fn plan_without_pod(ws: &Workspace, now: Timestamp, settings: &Settings) -> Acti
     } else {
         Action::Idle
     }
+}
+
+/// `create`, unless the API refused the last attempt and its backoff is not over.
+fn create_when_due(
+    status: &WorkspaceStatus,
+    now: Timestamp,
+    settings: &Settings,
+    create: Action,
+) -> Action {
+    match &status.last_create_error {
+        Some(refused) if now < create_retry_at(refused, settings) => {
+            Action::WaitUntil(create_retry_at(refused, settings))
+        }
+        _ => create,
+    }
+}
+
+/// When to try creating the pod again after `refused`: `create_backoff` after the first
+/// refusal, doubling with each refusal in a row, never more than `create_backoff_max`.
+pub fn create_retry_at(refused: &PodCreateError, settings: &Settings) -> Timestamp {
+    let doublings = refused.attempts.saturating_sub(1).min(30);
+    let wait = settings
+        .create_backoff
+        .checked_mul(1i32 << doublings)
+        .unwrap_or(settings.create_backoff_max)
+        .min(settings.create_backoff_max);
+    refused.time.0.checked_add(wait).unwrap_or(refused.time.0)
+}
+
+/// The API's answer to a pod create it refused.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateRefusal {
+    pub code: u16,
+    pub reason: String,
+    pub message: String,
+}
+
+impl CreateRefusal {
+    /// A maintenance window's admission denial: expected, and over when the window ends.
+    pub fn is_maintenance_denial(&self) -> bool {
+        self.code == 403 && self.message.contains("maintenance window")
+    }
+}
+
+/// The status after the API refused to create the pod: `Pending`, `PodCreateFailed` and
+/// `Ready=False` carrying the API's message, and the refusal recorded for the backoff.
+/// The flag says whether this refusal differs from the one recorded before; only then is
+/// an Event published, so a refusal repeated on every retry (or after a controller
+/// restart, which reads the same status) is announced once.
+pub fn record_create_refusal(
+    ws: &Workspace,
+    refusal: &CreateRefusal,
+    now: Timestamp,
+) -> (WorkspaceStatus, bool) {
+    let mut next = ws.status.clone().unwrap_or_default();
+    let generation = ws.metadata.generation;
+    let previous = next.last_create_error.take();
+    let same = previous.as_ref().is_some_and(|p| {
+        p.code == refusal.code && p.reason == refusal.reason && p.message == refusal.message
+    });
+    let since = match &previous {
+        Some(p) if same => p.since.clone(),
+        _ => Time(now),
+    };
+    next.last_create_error = Some(PodCreateError {
+        code: refusal.code,
+        reason: refusal.reason.clone(),
+        message: refusal.message.clone(),
+        attempts: previous.map_or(0, |p| p.attempts).saturating_add(1),
+        since,
+        time: Time(now),
+    });
+    next.phase = Some(WorkspacePhase::Pending);
+    let reason = if refusal.is_maintenance_denial() {
+        "MaintenanceDenied"
+    } else if refusal.reason.is_empty() {
+        "CreateRefused"
+    } else {
+        refusal.reason.as_str()
+    };
+    for type_ in [condition::POD_CREATE_FAILED, condition::READY] {
+        let failed = type_ == condition::POD_CREATE_FAILED;
+        set_condition(
+            &mut next.conditions,
+            type_,
+            failed,
+            if failed { reason } else { "PodCreateFailed" },
+            &refusal.message,
+            generation,
+            now,
+        );
+    }
+    (next, !same)
 }
 
 fn pod_phase(pod: &Pod) -> &str {

@@ -63,6 +63,22 @@ fn pod_ready(pod: &Pod) -> bool {
         .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
+/// A pod was created (or is found): forget the last refusal.
+pub fn clear_create_refusal(status: &mut WorkspaceStatus, generation: Option<i64>, now: Timestamp) {
+    status.last_create_error = None;
+    if condition_is_true(status, condition::POD_CREATE_FAILED) {
+        set_condition(
+            &mut status.conditions,
+            condition::POD_CREATE_FAILED,
+            false,
+            "Created",
+            "the pod was created",
+            generation,
+            now,
+        );
+    }
+}
+
 /// The status as the live pod shows it, with `phase` as given.
 pub fn from_pod(
     ws: &Workspace,
@@ -122,6 +138,7 @@ pub fn from_pod(
             now,
         );
     }
+    clear_create_refusal(&mut status, generation, now);
     if condition_is_true(&status, condition::POD_CONFLICT) {
         set_condition(
             &mut status.conditions,

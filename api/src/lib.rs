@@ -1,6 +1,7 @@
 //! lifeguard's shared API: custom resources, names, and the maintenance-window schedule.
 
 pub mod crd;
+pub mod drain;
 pub mod events;
 pub mod maintenance;
 pub mod names;

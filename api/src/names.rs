@@ -19,6 +19,11 @@ pub const RECREATION_ANNOTATION: &str = "lifeguard.dev/recreation";
 /// so `status.podStarts` can be recovered from the pod if a status write was lost.
 pub const START_ANNOTATION: &str = "lifeguard.dev/start";
 
+/// Set by the controller on every pod it creates (value: the Workspace's
+/// `metadata.generation` the pod was built from). `status.observedGeneration` reports it,
+/// because spec changes are not applied to a pod that already runs.
+pub const GENERATION_ANNOTATION: &str = "lifeguard.dev/generation";
+
 /// Set by the controller on a Workspace that a `drain: true` window stops (value: the
 /// window's name). The workspace is stopped gracefully and not started again.
 pub const DRAINED_BY_ANNOTATION: &str = "lifeguard.dev/drained-by";

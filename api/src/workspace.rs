@@ -90,6 +90,29 @@ pub struct WorkspaceStatus {
     pub conditions: Vec<Condition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// The API's last refusal to create this workspace's pod (a ResourceQuota, an admission
+    /// webhook such as a maintenance window, an invalid spec), until a pod is created. The
+    /// retry backoff and the one-Event-per-distinct-error rule are computed from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_create_error: Option<PodCreateError>,
+}
+
+/// What the API server answered when it refused to create the pod.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PodCreateError {
+    /// HTTP status code of the refusal (403 for quotas and admission denials).
+    pub code: u16,
+    /// The API's machine-readable reason, e.g. `Forbidden`, `Invalid`.
+    #[serde(default)]
+    pub reason: String,
+    pub message: String,
+    /// Refusals in a row, of any kind; the retry backoff grows with it.
+    pub attempts: u32,
+    /// When this same refusal (code, reason and message) was first met.
+    pub since: Time,
+    /// When the last attempt was refused; the next one is due a backoff later.
+    pub time: Time,
 }
 
 /// What the kubelet said when it rejected a pod after scheduling.
@@ -116,4 +139,9 @@ pub mod condition {
     pub const POD_REJECTED: &str = "PodRejected";
     pub const READY: &str = "Ready";
     pub const FAILED: &str = "Failed";
+    /// True while a pod of this workspace's name exists that this Workspace does not
+    /// control (a stranger's, or a predecessor's of the same name); it is left alone.
+    pub const POD_CONFLICT: &str = "PodConflict";
+    /// True while the API refuses to create the workspace's pod; the message is the API's.
+    pub const POD_CREATE_FAILED: &str = "PodCreateFailed";
 }

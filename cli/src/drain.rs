@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use kube::ResourceExt;
+use lifeguard_api::drain::still_remaining;
 use lifeguard_api::window::CompiledWindow;
 use lifeguard_api::{MaintenanceWindow, Workspace, WorkspacePhase};
 
@@ -120,32 +121,24 @@ impl Progress {
     }
 }
 
-/// Covered workspaces not yet Stopped or Failed, as `namespace/name (phase)`: the same
-/// rule the controller counts `workspacesRemaining` by.
+/// Covered workspaces not yet Stopped or Failed, as `namespace/name (phase)`: the rule
+/// the controller counts `workspacesRemaining` by (`lifeguard_api::drain`).
 pub fn remaining(
     window: &CompiledWindow,
     workspaces: &[Workspace],
     namespace_labels: &BTreeMap<String, BTreeMap<String, String>>,
 ) -> Vec<String> {
-    let empty = BTreeMap::new();
     let mut left: Vec<String> = workspaces
         .iter()
-        .filter(|ws| ws.metadata.deletion_timestamp.is_none())
-        .filter(|ws| {
-            let ns = ws.namespace().unwrap_or_default();
-            window.covers(namespace_labels.get(&ns).unwrap_or(&empty), ws.labels())
-        })
-        .filter_map(|ws| {
+        .filter(|ws| still_remaining(window, ws, namespace_labels))
+        .map(|ws| {
             let phase = ws.status.as_ref().and_then(|s| s.phase);
-            match phase {
-                Some(WorkspacePhase::Stopped | WorkspacePhase::Failed) => None,
-                _ => Some(format!(
-                    "{}/{} ({})",
-                    ws.namespace().unwrap_or_default(),
-                    ws.name_any(),
-                    phase.map_or("no phase yet", WorkspacePhase::as_str)
-                )),
-            }
+            format!(
+                "{}/{} ({})",
+                ws.namespace().unwrap_or_default(),
+                ws.name_any(),
+                phase.map_or("no phase yet", WorkspacePhase::as_str)
+            )
         })
         .collect();
     left.sort();

@@ -80,6 +80,13 @@ pub struct Config {
     /// This replica's identity in the Lease (default: POD_NAME, else host name and pid).
     #[arg(long, env = "POD_NAME")]
     pub identity: Option<String>,
+    /// Wait after the API first refuses to create a workspace's pod (quota, admission
+    /// webhook); it doubles with each refusal in a row.
+    #[arg(long, env = "LIFEGUARD_CREATE_BACKOFF", default_value = "5s", value_parser = parse_duration)]
+    pub create_backoff: SignedDuration,
+    /// The longest wait between two refused pod creations.
+    #[arg(long, env = "LIFEGUARD_CREATE_BACKOFF_MAX", default_value = "2m", value_parser = parse_duration)]
+    pub create_backoff_max: SignedDuration,
     #[arg(long, env = "LIFEGUARD_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
 }
@@ -113,6 +120,8 @@ impl Config {
                 self.permanent_rejection_reasons.iter().cloned(),
             )?,
             avoid_refusing_node: self.avoid_refusing_node,
+            create_backoff: self.create_backoff,
+            create_backoff_max: self.create_backoff_max,
         })
     }
 }
@@ -138,6 +147,10 @@ mod tests {
         assert_eq!(settings.max_retries, 3);
         assert!(settings.avoid_refusing_node);
         assert_eq!(settings.reasons, Classifier::default());
+        assert_eq!(
+            (settings.create_backoff, settings.create_backoff_max),
+            (SignedDuration::from_secs(5), SignedDuration::from_secs(120))
+        );
         assert!(Config::try_parse_from(["lifeguard-controller", "--backoff=-1s"]).is_err());
     }
 

@@ -4,48 +4,37 @@ use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 use kube::ResourceExt;
+use lifeguard_api::Workspace;
+use lifeguard_api::drain::still_remaining;
 use lifeguard_api::names::DRAINED_BY_ANNOTATION;
 use lifeguard_api::window::CompiledWindow;
-use lifeguard_api::{Workspace, WorkspacePhase};
 
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct DrainPlan {
     /// (namespace, name) of covered workspaces not yet asked to stop.
     pub to_stop: Vec<(String, String)>,
-    /// Covered workspaces that have not reached Stopped or Failed.
+    /// Covered workspaces that have not reached Stopped or Failed
+    /// (`lifeguard_api::drain::still_remaining`, the rule the CLI lists them by).
     pub remaining: u32,
 }
 
-pub fn is_done(ws: &Workspace) -> bool {
-    matches!(
-        ws.status.as_ref().and_then(|s| s.phase),
-        Some(WorkspacePhase::Stopped | WorkspacePhase::Failed)
-    )
-}
-
-/// `None` when the window is not draining at `now`.
-/// Folds one page of Workspaces into the plan, so a drain over 10,000 workspaces never
-/// holds them all at once.
 impl DrainPlan {
+    /// Folds one page of Workspaces into the plan, so a drain over 10,000 workspaces never
+    /// holds them all at once.
     pub fn add(
         &mut self,
         window: &CompiledWindow,
         workspaces: &[Workspace],
         namespace_labels: &BTreeMap<String, BTreeMap<String, String>>,
     ) {
-        let empty = BTreeMap::new();
         for ws in workspaces {
-            let namespace = ws.namespace().unwrap_or_default();
-            let ns_labels = namespace_labels.get(&namespace).unwrap_or(&empty);
-            if ws.metadata.deletion_timestamp.is_some() || !window.covers(ns_labels, ws.labels()) {
-                continue;
-            }
-            if is_done(ws) {
+            if !still_remaining(window, ws, namespace_labels) {
                 continue;
             }
             self.remaining += 1;
             if !ws.annotations().contains_key(DRAINED_BY_ANNOTATION) {
-                self.to_stop.push((namespace, ws.name_any()));
+                self.to_stop
+                    .push((ws.namespace().unwrap_or_default(), ws.name_any()));
             }
         }
     }
@@ -56,6 +45,7 @@ pub fn draining(window: &CompiledWindow, now: Timestamp) -> bool {
     window.drain && window.active_at(now).is_some()
 }
 
+/// `None` when the window is not draining at `now`.
 pub fn plan(
     window: &CompiledWindow,
     workspaces: &[Workspace],

@@ -17,6 +17,10 @@ pub mod sweep;
 pub mod windows;
 
 #[cfg(test)]
+mod plan_create_tests;
+#[cfg(test)]
+mod plan_owner_tests;
+#[cfg(test)]
 mod plan_tests;
 
 use std::sync::Arc;
@@ -223,17 +227,28 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         .graceful_shutdown_on(stopped())
         .run(reconcile, error_policy, context.clone())
         .for_each(|_| futures::future::ready(()));
-    let windows = Controller::new(
+    // Deletions trigger too (`touched_objects`): a deleted window is then reported as
+    // missing at once, and its drain gauge series dropped.
+    let (window_store, window_writer) = reflector::store();
+    let window_events = watcher(
         Api::<MaintenanceWindow>::all(context.client.clone()),
         watcher::Config::default(),
     )
-    .graceful_shutdown_on(stopped())
-    .run(
-        windows::reconcile_window,
-        windows::window_error_policy,
-        context,
-    )
-    .for_each(|_| futures::future::ready(()));
+    .default_backoff()
+    .reflect(window_writer)
+    .touched_objects();
+    let window_metrics = metrics.clone();
+    let windows = Controller::for_stream(window_events, window_store)
+        .graceful_shutdown_on(stopped())
+        .run(
+            windows::reconcile_window,
+            windows::window_error_policy,
+            context,
+        )
+        .for_each(move |result| {
+            windows::forget_deleted(&window_metrics, &result);
+            futures::future::ready(())
+        });
     let reconciling = futures::future::join(workspaces, windows).map(|_| ());
     let outcome = tokio::select! {
         () = reconciling => Ok(()),

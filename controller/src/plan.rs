@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};
 use kube::ResourceExt;
 use lifeguard_api::names::{DRAINED_BY_ANNOTATION, POD_FINALIZER, WORKSPACE_FINALIZER};
 use lifeguard_api::rejection::{Classifier, RejectionClass};
-use lifeguard_api::workspace::{PodRejection, condition};
+use lifeguard_api::workspace::{PodCreateError, PodRejection, condition};
 use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceStatus};
 
 use crate::backoff;
@@ -32,6 +32,10 @@ pub struct Settings {
     pub reasons: Classifier,
     /// Replacement pods prefer other nodes than the one that refused their predecessor.
     pub avoid_refusing_node: bool,
+    /// Wait after the API first refuses to create a pod; it doubles with each refusal in a
+    /// row, up to `create_backoff_max`.
+    pub create_backoff: SignedDuration,
+    pub create_backoff_max: SignedDuration,
 }
 
 impl Default for Settings {
@@ -43,6 +47,8 @@ impl Default for Settings {
             disposal_timeout: SignedDuration::from_secs(120),
             reasons: Classifier::default(),
             avoid_refusing_node: true,
+            create_backoff: SignedDuration::from_secs(5),
+            create_backoff_max: SignedDuration::from_secs(120),
         }
     }
 }
@@ -99,9 +105,75 @@ pub fn plan(ws: &Workspace, pod: Option<&Pod>, now: Timestamp, settings: &Settin
         return Action::AddWorkspaceFinalizer;
     }
     match pod {
-        Some(pod) => plan_with_pod(ws, pod, now, settings),
+        Some(pod) if controlled_by(pod, ws) => plan_with_pod(ws, pod, now, settings),
+        Some(pod) => plan_with_foreign_pod(ws, pod, now, settings),
         None => plan_without_pod(ws, now, settings),
     }
+}
+
+/// Whether `pod`'s controlling owner reference names this very Workspace (by UID): a pod
+/// of the same name may be a stranger's, or left by a deleted Workspace of the same name.
+pub fn controlled_by(pod: &Pod, ws: &Workspace) -> bool {
+    let Some(uid) = ws.metadata.uid.as_deref() else {
+        return false;
+    };
+    pod.metadata.owner_references.as_ref().is_some_and(|refs| {
+        refs.iter()
+            .any(|r| r.controller == Some(true) && r.uid == uid)
+    })
+}
+
+/// How often a workspace whose pod name is taken looks again: the other pod's deletion
+/// does not trigger this Workspace's reconcile (it is not the pod's owner).
+const CONFLICT_RECHECK: SignedDuration = SignedDuration::from_secs(30);
+
+/// A pod of our name that this Workspace does not control is never touched: for this
+/// workspace it is as if it had no pod, except that a new one cannot be created while the
+/// name is taken. Then the Workspace waits, `Pending`, with `PodConflict` naming the pod.
+fn plan_with_foreign_pod(ws: &Workspace, pod: &Pod, now: Timestamp, settings: &Settings) -> Action {
+    match plan_without_pod(ws, now, settings) {
+        Action::CreatePod { .. } => {}
+        other => return other,
+    }
+    let status = ws.status.clone().unwrap_or_default();
+    let generation = ws.metadata.generation;
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    let owner = pod
+        .metadata
+        .owner_references
+        .as_ref()
+        .and_then(|refs| refs.iter().find(|r| r.controller == Some(true)))
+        .map_or("no controlling owner".to_string(), |r| {
+            format!("it is controlled by {} {} (uid {})", r.kind, r.name, r.uid)
+        });
+    let message = format!(
+        "pod {name} exists but this Workspace does not control it ({owner}); it is left \
+         alone, and this workspace's pod is created once the name is free"
+    );
+    let mut next = status.clone();
+    next.phase = Some(WorkspacePhase::Pending);
+    set_condition(
+        &mut next.conditions,
+        condition::POD_CONFLICT,
+        true,
+        "PodNameTaken",
+        &message,
+        generation,
+        now,
+    );
+    set_condition(
+        &mut next.conditions,
+        condition::READY,
+        false,
+        "PodNameTaken",
+        &message,
+        generation,
+        now,
+    );
+    if next != status {
+        return Action::UpdateStatus(Box::new(next));
+    }
+    Action::WaitUntil(now.checked_add(CONFLICT_RECHECK).unwrap_or(now))
 }
 
 fn plan_without_pod(ws: &Workspace, now: Timestamp, settings: &Settings) -> Action {
@@ -119,6 +191,23 @@ fn plan_without_pod(ws: &Workspace, now: Timestamp, settings: &Settings) -> Acti
         Some(WorkspacePhase::Failed | WorkspacePhase::Stopped)
     ) {
         return Action::Idle;
+    }
+    // Drained without a pod (never started, or between a rejection and its replacement):
+    // stopped at once, so the drain can finish, and never started afterwards.
+    if let Some(window) = drained_by(ws) {
+        let mut next = status.clone();
+        next.phase = Some(WorkspacePhase::Stopped);
+        next.pod_deletion_time = None;
+        set_condition(
+            &mut next.conditions,
+            condition::READY,
+            false,
+            "Drained",
+            &format!("maintenance window {window} drained the workspace before its pod ran"),
+            generation,
+            now,
+        );
+        return Action::UpdateStatus(Box::new(next));
     }
     if condition_is_true(&status, condition::POD_REJECTED) {
         let Some(gone_at) = status.pod_deletion_time.as_ref().map(|t| t.0) else {
@@ -173,16 +262,26 @@ fn plan_without_pod(ws: &Workspace, now: Timestamp, settings: &Settings) -> Acti
         if now < due {
             return Action::WaitUntil(due);
         }
-        return Action::CreatePod {
-            start: status.pod_starts + 1,
-            recreation: Some(status.pod_recreated + 1),
-        };
+        return create_when_due(
+            &status,
+            now,
+            settings,
+            Action::CreatePod {
+                start: status.pod_starts + 1,
+                recreation: Some(status.pod_recreated + 1),
+            },
+        );
     }
     if status.pod_starts == 0 {
-        return Action::CreatePod {
-            start: 1,
-            recreation: None,
-        };
+        return create_when_due(
+            &status,
+            now,
+            settings,
+            Action::CreatePod {
+                start: 1,
+                recreation: None,
+            },
+        );
     }
     // The pod went away without a rejection (deleted by someone else): the workspace has
     // stopped; it is not silently restarted.
@@ -202,6 +301,99 @@ fn plan_without_pod(ws: &Workspace, now: Timestamp, settings: &Settings) -> Acti
     } else {
         Action::Idle
     }
+}
+
+/// `create`, unless the API refused the last attempt and its backoff is not over.
+fn create_when_due(
+    status: &WorkspaceStatus,
+    now: Timestamp,
+    settings: &Settings,
+    create: Action,
+) -> Action {
+    match &status.last_create_error {
+        Some(refused) if now < create_retry_at(refused, settings) => {
+            Action::WaitUntil(create_retry_at(refused, settings))
+        }
+        _ => create,
+    }
+}
+
+/// When to try creating the pod again after `refused`: `create_backoff` after the first
+/// refusal, doubling with each refusal in a row, never more than `create_backoff_max`.
+pub fn create_retry_at(refused: &PodCreateError, settings: &Settings) -> Timestamp {
+    let doublings = refused.attempts.saturating_sub(1).min(30);
+    let wait = settings
+        .create_backoff
+        .checked_mul(1i32 << doublings)
+        .unwrap_or(settings.create_backoff_max)
+        .min(settings.create_backoff_max);
+    refused.time.0.checked_add(wait).unwrap_or(refused.time.0)
+}
+
+/// The API's answer to a pod create it refused.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateRefusal {
+    pub code: u16,
+    pub reason: String,
+    pub message: String,
+}
+
+impl CreateRefusal {
+    /// A maintenance window's admission denial: expected, and over when the window ends.
+    pub fn is_maintenance_denial(&self) -> bool {
+        self.code == 403 && self.message.contains("maintenance window")
+    }
+}
+
+/// The status after the API refused to create the pod: `Pending`, `PodCreateFailed` and
+/// `Ready=False` carrying the API's message, and the refusal recorded for the backoff.
+/// The flag says whether this refusal differs from the one recorded before; only then is
+/// an Event published, so a refusal repeated on every retry (or after a controller
+/// restart, which reads the same status) is announced once.
+pub fn record_create_refusal(
+    ws: &Workspace,
+    refusal: &CreateRefusal,
+    now: Timestamp,
+) -> (WorkspaceStatus, bool) {
+    let mut next = ws.status.clone().unwrap_or_default();
+    let generation = ws.metadata.generation;
+    let previous = next.last_create_error.take();
+    let same = previous.as_ref().is_some_and(|p| {
+        p.code == refusal.code && p.reason == refusal.reason && p.message == refusal.message
+    });
+    let since = match &previous {
+        Some(p) if same => p.since.clone(),
+        _ => Time(now),
+    };
+    next.last_create_error = Some(PodCreateError {
+        code: refusal.code,
+        reason: refusal.reason.clone(),
+        message: refusal.message.clone(),
+        attempts: previous.map_or(0, |p| p.attempts).saturating_add(1),
+        since,
+        time: Time(now),
+    });
+    next.phase = Some(WorkspacePhase::Pending);
+    let reason = if refusal.is_maintenance_denial() {
+        "MaintenanceDenied"
+    } else if refusal.reason.is_empty() {
+        "CreateRefused"
+    } else {
+        refusal.reason.as_str()
+    };
+    for type_ in [condition::POD_CREATE_FAILED, condition::READY] {
+        let failed = type_ == condition::POD_CREATE_FAILED;
+        set_condition(
+            &mut next.conditions,
+            type_,
+            failed,
+            if failed { reason } else { "PodCreateFailed" },
+            &refusal.message,
+            generation,
+            now,
+        );
+    }
+    (next, !same)
 }
 
 fn pod_phase(pod: &Pod) -> &str {

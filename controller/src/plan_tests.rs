@@ -7,14 +7,14 @@ use serde_json::{Value, json};
 
 use crate::plan::{Action, Settings, plan, stop_cause};
 
-const NOW: &str = "2026-12-01T12:00:00Z";
+pub(crate) const NOW: &str = "2026-12-01T12:00:00Z";
 
-fn now() -> Timestamp {
+pub(crate) fn now() -> Timestamp {
     NOW.parse().expect("time")
 }
 
-fn ws(status: Value, extra_meta: Value) -> Workspace {
-    let mut meta = json!({"name": "alice", "namespace": "team", "generation": 1,
+pub(crate) fn ws(status: Value, extra_meta: Value) -> Workspace {
+    let mut meta = json!({"name": "alice", "namespace": "team", "uid": "ws-uid", "generation": 1,
                           "finalizers": ["lifeguard.dev/workspace"]});
     if let (Some(m), Some(extra)) = (meta.as_object_mut(), extra_meta.as_object()) {
         m.extend(extra.clone());
@@ -27,9 +27,11 @@ fn ws(status: Value, extra_meta: Value) -> Workspace {
     .expect("workspace literal")
 }
 
-fn pod(status: Value, extra_meta: Value) -> Pod {
+pub(crate) fn pod(status: Value, extra_meta: Value) -> Pod {
     let mut meta = json!({"name": "ws-alice", "uid": "pod-uid-1", "finalizers": ["lifeguard.dev/disposal"],
-                          "annotations": {"lifeguard.dev/start": "1"}});
+                          "annotations": {"lifeguard.dev/start": "1"},
+                          "ownerReferences": [{"apiVersion": "lifeguard.dev/v1alpha1", "kind": "Workspace",
+                                               "name": "alice", "uid": "ws-uid", "controller": true}]});
     if let (Some(m), Some(extra)) = (meta.as_object_mut(), extra_meta.as_object()) {
         m.extend(extra.clone());
     }
@@ -37,12 +39,12 @@ fn pod(status: Value, extra_meta: Value) -> Pod {
         .expect("pod literal")
 }
 
-fn rejected_condition(status: &str) -> Value {
+pub(crate) fn rejected_condition(status: &str) -> Value {
     json!([{"type": "PodRejected", "status": status, "reason": "NodeAffinity", "message": "m",
             "lastTransitionTime": "2026-12-01T11:00:00Z"}])
 }
 
-fn kind(action: &Action) -> String {
+pub(crate) fn kind(action: &Action) -> String {
     match action {
         Action::UpdateStatus(s) => format!("UpdateStatus({:?})", s.phase),
         Action::RecordRejection(_) => "RecordRejection".into(),
@@ -240,6 +242,42 @@ fn next_action() {
             ),
             Some(overdue_pod),
             "ReleasePod".into(),
+        ),
+        (
+            "drained before its first pod: Stopped, never started",
+            ws(
+                json!(null),
+                json!({"annotations": {"lifeguard.dev/drained-by": "upgrade"}}),
+            ),
+            None,
+            "UpdateStatus(Some(Stopped))".into(),
+        ),
+        (
+            "drained while its first pod could not be created: Stopped",
+            ws(
+                json!({"phase": "Pending"}),
+                json!({"annotations": {"lifeguard.dev/drained-by": "upgrade"}}),
+            ),
+            None,
+            "UpdateStatus(Some(Stopped))".into(),
+        ),
+        (
+            "drained between a rejection and its replacement: Stopped",
+            ws(
+                gone("2026-12-01T11:59:00Z", 1),
+                json!({"annotations": {"lifeguard.dev/drained-by": "upgrade"}}),
+            ),
+            None,
+            "UpdateStatus(Some(Stopped))".into(),
+        ),
+        (
+            "drained and Stopped: stays stopped after the window",
+            ws(
+                json!({"phase": "Stopped"}),
+                json!({"annotations": {"lifeguard.dev/drained-by": "upgrade"}}),
+            ),
+            None,
+            "Idle".into(),
         ),
         (
             "workspace deleted, pod gone: drop our finalizer",
@@ -550,4 +588,43 @@ fn a_refusal_after_running_is_reported_and_not_recreated() {
         "DeletePod { grace_seconds: None, cause: \"it ended (Failed)\" }"
     );
     assert_eq!(kind(&plan(&workspace, None, now(), &settings)), "Idle");
+}
+
+#[test]
+fn a_drained_workspace_without_a_pod_stops_and_no_longer_holds_up_the_drain() {
+    let window: lifeguard_api::MaintenanceWindow = serde_json::from_value(json!({
+        "metadata": {"name": "upgrade"},
+        "spec": {"start": "2026-12-01T11:00:00Z", "end": "2026-12-01T13:00:00Z", "drain": true}
+    }))
+    .expect("window literal");
+    let window = lifeguard_api::window::CompiledWindow::compile(&window).expect("valid window");
+    let no_labels = std::collections::BTreeMap::new();
+    let mut workspace = ws(
+        json!({"phase": "Pending"}),
+        json!({"annotations": {"lifeguard.dev/drained-by": "upgrade"}}),
+    );
+    assert!(lifeguard_api::drain::still_remaining(
+        &window, &workspace, &no_labels
+    ));
+    let Action::UpdateStatus(status) = plan(&workspace, None, now(), &Settings::default()) else {
+        panic!("expected UpdateStatus");
+    };
+    let ready = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .expect("Ready condition");
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("False", "Drained")
+    );
+    workspace.status = Some(*status);
+    assert!(!lifeguard_api::drain::still_remaining(
+        &window, &workspace, &no_labels
+    ));
+    assert_eq!(
+        kind(&plan(&workspace, None, now(), &Settings::default())),
+        "Idle",
+        "once Stopped it is never started, also after the window"
+    );
 }

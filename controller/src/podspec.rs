@@ -7,7 +7,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, ResourceExt};
 use lifeguard_api::Workspace;
 use lifeguard_api::names::{
-    POD_FINALIZER, RECREATION_ANNOTATION, START_ANNOTATION, WORKSPACE_LABEL, pod_name,
+    GENERATION_ANNOTATION, POD_FINALIZER, RECREATION_ANNOTATION, START_ANNOTATION, WORKSPACE_LABEL,
+    pod_name,
 };
 
 /// The workspace's pod: its template plus our name, label, annotations, finalizer and an
@@ -21,6 +22,9 @@ pub fn build(ws: &Workspace, start: u32, recreation: Option<u32>) -> Pod {
     annotations.insert(START_ANNOTATION.into(), start.to_string());
     if let Some(attempt) = recreation {
         annotations.insert(RECREATION_ANNOTATION.into(), attempt.to_string());
+    }
+    if let Some(generation) = ws.metadata.generation {
+        annotations.insert(GENERATION_ANNOTATION.into(), generation.to_string());
     }
     let mut finalizers = meta.finalizers.unwrap_or_default();
     if !finalizers.iter().any(|f| f == POD_FINALIZER) {
@@ -95,7 +99,7 @@ mod tests {
     fn pod_carries_name_label_annotations_finalizer_and_owner() {
         let ws: Workspace = serde_json::from_value(json!({
             "apiVersion": "lifeguard.dev/v1alpha1", "kind": "Workspace",
-            "metadata": {"name": "alice", "namespace": "team", "uid": "ws-uid"},
+            "metadata": {"name": "alice", "namespace": "team", "uid": "ws-uid", "generation": 4},
             "spec": {"podTemplate": {
                 "metadata": {"labels": {"team": "blue"}, "finalizers": ["example.com/keep"]},
                 "spec": {"containers": [{"name": "ide", "image": "busybox"}]}}}
@@ -118,6 +122,11 @@ mod tests {
         assert_eq!(
             annotations.get(RECREATION_ANNOTATION).map(String::as_str),
             Some("2")
+        );
+        assert_eq!(
+            annotations.get(GENERATION_ANNOTATION).map(String::as_str),
+            Some("4"),
+            "the spec generation the pod is built from"
         );
         assert_eq!(
             pod.metadata.finalizers,

@@ -18,8 +18,12 @@ use serde_json::json;
 
 use crate::finalizers::{self, Removal};
 use crate::metrics::Metrics;
-use crate::plan::{Action, REJECTED_AFTER_RUNNING, Settings, plan};
+use crate::plan::{
+    Action, CreateRefusal, REJECTED_AFTER_RUNNING, Settings, create_retry_at, plan,
+    record_create_refusal,
+};
 use crate::podspec;
+use crate::status::clear_create_refusal;
 
 pub struct Context {
     pub client: kube::Client,
@@ -51,8 +55,6 @@ impl Error {
 
 /// How soon to look again after a write: the watch event usually comes first.
 const AFTER_WRITE: Duration = Duration::from_millis(500);
-/// While a maintenance window refuses the replacement pod.
-const WINDOW_RETRY: Duration = Duration::from_secs(20);
 
 fn action_name(action: &Action) -> &'static str {
     match action {
@@ -97,6 +99,7 @@ const CLEARABLE: &[&str] = &[
     "nodeName",
     "podName",
     "phase",
+    "lastCreateError",
 ];
 
 async fn write_status(
@@ -296,24 +299,24 @@ async fn create_pod(
         // Already there (our earlier create whose status write was lost): the next
         // reconcile reads it.
         Err(kube::Error::Api(s)) if s.code == 409 => return Ok(Requeue::requeue(AFTER_WRITE)),
-        // A maintenance window refuses it: wait for the window, without using a retry.
-        Err(kube::Error::Api(s)) if s.code == 403 && s.message.contains("maintenance window") => {
-            tracing::info!(workspace = %ws.name_any(), message = %s.message, "pod creation waits for a maintenance window");
-            event(
-                ctx,
-                ws,
-                EventType::Normal,
-                "MaintenanceDenied",
-                s.message.clone(),
-            )
-            .await;
-            return Ok(Requeue::requeue(WINDOW_RETRY));
+        // Refused (a quota, a maintenance window or another admission webhook, an invalid
+        // spec): recorded where the user looks, retried with backoff, never using up one of
+        // the rejection retries.
+        Err(kube::Error::Api(s)) => {
+            let refusal = CreateRefusal {
+                code: s.code,
+                reason: s.reason.clone(),
+                message: s.message.clone(),
+            };
+            return refused(ctx, ws, workspaces, &refusal).await;
         }
         Err(e) => return Err(e.into()),
     }
     let mut status = ws.status.clone().unwrap_or_default();
+    clear_create_refusal(&mut status, ws.metadata.generation, Timestamp::now());
     status.phase = Some(WorkspacePhase::Creating);
     status.pod_name = pod.metadata.name.clone();
+    status.observed_generation = ws.metadata.generation;
     status.pod_starts = status.pod_starts.max(start);
     status.pod_deletion_time = None;
     status.next_attempt_time = None;
@@ -335,6 +338,48 @@ async fn create_pod(
     }
     write_status(workspaces, ws, &status).await?;
     Ok(Requeue::requeue(AFTER_WRITE))
+}
+
+/// Records a refused create (status first, so a controller restarted in between does not
+/// announce it again), publishes an Event if it is a new refusal, and waits out the backoff.
+async fn refused(
+    ctx: &Context,
+    ws: &Workspace,
+    workspaces: &Api<Workspace>,
+    refusal: &CreateRefusal,
+) -> Result<Requeue, Error> {
+    let now = Timestamp::now();
+    let (status, new) = record_create_refusal(ws, refusal, now);
+    write_status(workspaces, ws, &status).await?;
+    let pod = pod_name(&ws.name_any());
+    tracing::info!(workspace = %ws.name_any(), code = refusal.code, message = %refusal.message, new, "pod creation refused");
+    if new {
+        if refusal.is_maintenance_denial() {
+            event(
+                ctx,
+                ws,
+                EventType::Normal,
+                "MaintenanceDenied",
+                refusal.message.clone(),
+            )
+            .await;
+        } else {
+            let note = format!(
+                "cannot create pod {pod} ({} {}): {}; retrying with backoff",
+                refusal.code, refusal.reason, refusal.message
+            );
+            event(ctx, ws, EventType::Warning, "PodCreateFailed", note).await;
+        }
+    }
+    let retry = status
+        .last_create_error
+        .as_ref()
+        .map_or(now, |r| create_retry_at(r, &ctx.settings));
+    let wait = retry
+        .duration_since(now)
+        .unsigned_abs()
+        .max(Duration::from_millis(100));
+    Ok(Requeue::requeue(wait))
 }
 
 pub fn error_policy(

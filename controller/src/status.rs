@@ -4,7 +4,7 @@
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use lifeguard_api::names::{RECREATION_ANNOTATION, START_ANNOTATION};
+use lifeguard_api::names::{GENERATION_ANNOTATION, RECREATION_ANNOTATION, START_ANNOTATION};
 use lifeguard_api::workspace::condition;
 use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceStatus};
 
@@ -63,6 +63,22 @@ fn pod_ready(pod: &Pod) -> bool {
         .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
+/// A pod was created (or is found): forget the last refusal.
+pub fn clear_create_refusal(status: &mut WorkspaceStatus, generation: Option<i64>, now: Timestamp) {
+    status.last_create_error = None;
+    if condition_is_true(status, condition::POD_CREATE_FAILED) {
+        set_condition(
+            &mut status.conditions,
+            condition::POD_CREATE_FAILED,
+            false,
+            "Created",
+            "the pod was created",
+            generation,
+            now,
+        );
+    }
+}
+
 /// The status as the live pod shows it, with `phase` as given.
 pub fn from_pod(
     ws: &Workspace,
@@ -84,7 +100,17 @@ pub fn from_pod(
     status.pod_recreated = status
         .pod_recreated
         .max(annotation_number(pod, RECREATION_ANNOTATION));
-    status.observed_generation = generation;
+    // Only what the pod was built from: a spec change is not applied to a running pod. A
+    // pod from before the annotation existed keeps what was recorded.
+    if let Some(built_from) = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(GENERATION_ANNOTATION))
+        .and_then(|v| v.parse().ok())
+    {
+        status.observed_generation = Some(built_from);
+    }
     let ready = phase == WorkspacePhase::Running && pod_ready(pod);
     let (reason, message) = match phase {
         WorkspacePhase::Running if ready => ("PodReady", "the workspace pod is ready"),
@@ -108,6 +134,18 @@ pub fn from_pod(
             false,
             "Recreated",
             "a replacement pod was admitted by the kubelet's node",
+            generation,
+            now,
+        );
+    }
+    clear_create_refusal(&mut status, generation, now);
+    if condition_is_true(&status, condition::POD_CONFLICT) {
+        set_condition(
+            &mut status.conditions,
+            condition::POD_CONFLICT,
+            false,
+            "Resolved",
+            "the workspace's pod is its own",
             generation,
             now,
         );

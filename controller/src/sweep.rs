@@ -1,13 +1,15 @@
 //! Sweeps for pods that would otherwise stay Terminating: at start and periodically, every
 //! pod holding our finalizer whose Workspace is gone, or that has been deleting longer than
-//! the disposal timeout, is released.
+//! the disposal timeout, is released. "Its Workspace" is the one its controlling owner
+//! reference names by UID: a pod left by a deleted Workspace is released even when a new
+//! Workspace of the same name exists (which never adopts it).
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Api, ListParams};
 use kube::core::PartialObjectMeta;
 use kube::{Client, Resource};
@@ -18,7 +20,46 @@ use crate::finalizers::{self, Removal};
 use crate::metrics::Metrics;
 use crate::plan::Settings;
 
-/// Why a pod is released, if it should be.
+/// The Workspace that controls the pod, if one does.
+pub fn controlling_workspace(pod: &ObjectMeta) -> Option<&OwnerReference> {
+    pod.owner_references
+        .as_ref()?
+        .iter()
+        .find(|r| r.controller == Some(true) && r.kind == "Workspace")
+}
+
+#[derive(Debug, PartialEq)]
+pub enum OwnerCheck<'a> {
+    /// The controlling Workspace, with this UID, is in the list.
+    Listed,
+    /// No Workspace controls the pod (a stranger's pod carrying our label): there is no
+    /// Workspace to wait for.
+    NoOwner,
+    /// Not in the list under this UID: it may have been created after the list was taken,
+    /// so a GET decides (and a same-named Workspace with another UID is not the owner).
+    Confirm(&'a OwnerReference),
+}
+
+pub fn owner_in_list<'a>(
+    pod: &'a ObjectMeta,
+    workspaces: &HashMap<(String, String), String>,
+) -> OwnerCheck<'a> {
+    let Some(owner) = controlling_workspace(pod) else {
+        return OwnerCheck::NoOwner;
+    };
+    let key = (
+        pod.namespace.clone().unwrap_or_default(),
+        owner.name.clone(),
+    );
+    if workspaces.get(&key) == Some(&owner.uid) {
+        OwnerCheck::Listed
+    } else {
+        OwnerCheck::Confirm(owner)
+    }
+}
+
+/// Why a pod is released, if it should be. `workspace_exists`: the Workspace that
+/// controls the pod (`controlling_workspace`, matched by UID) still exists.
 pub fn release_cause(
     pod: &ObjectMeta,
     workspace_exists: bool,
@@ -49,17 +90,17 @@ fn holds_our_finalizer(meta: &ObjectMeta) -> bool {
 /// A page of 500 pods' metadata (managedFields included) briefly cost about 5 MB.
 const PAGE: u32 = 100;
 
-/// Every `(namespace, name)` of a Workspace, from paged metadata lists.
-async fn workspace_keys(client: &Client) -> Result<HashSet<(String, String)>, kube::Error> {
+/// Every Workspace's UID by `(namespace, name)`, from paged metadata lists.
+async fn workspace_keys(client: &Client) -> Result<HashMap<(String, String), String>, kube::Error> {
     let api: Api<Workspace> = Api::all(client.clone());
-    let mut keys = HashSet::new();
+    let mut keys = HashMap::new();
     let mut params = ListParams::default().limit(PAGE);
     loop {
         let page = api.list_metadata(&params).await?;
         keys.extend(
             page.items
                 .into_iter()
-                .filter_map(|w| Some((w.metadata.namespace?, w.metadata.name?))),
+                .filter_map(|w| Some(((w.metadata.namespace?, w.metadata.name?), w.metadata.uid?))),
         );
         match page.metadata.continue_ {
             Some(token) if !token.is_empty() => params = params.continue_token(&token),
@@ -94,28 +135,27 @@ pub async fn sweep_once(
 
 async fn sweep_pod(
     client: &Client,
-    workspaces: &HashSet<(String, String)>,
+    workspaces: &HashMap<(String, String), String>,
     pod: &PartialObjectMeta<Pod>,
     settings: &Settings,
     metrics: &Metrics,
 ) -> Result<usize, kube::Error> {
     let meta = pod.meta();
-    let (Some(namespace), Some(name), Some(workspace)) = (
-        meta.namespace.clone(),
-        meta.name.clone(),
-        meta.labels
-            .as_ref()
-            .and_then(|l| l.get(WORKSPACE_LABEL))
-            .cloned(),
-    ) else {
+    let (Some(namespace), Some(name)) = (meta.namespace.clone(), meta.name.clone()) else {
         return Ok(0);
     };
     if !holds_our_finalizer(meta) {
         return Ok(0);
     }
-    let exists = workspaces.contains(&(namespace.clone(), workspace.clone())) || {
-        let api: Api<Workspace> = Api::namespaced(client.clone(), &namespace);
-        api.get_metadata_opt(&workspace).await?.is_some()
+    let exists = match owner_in_list(meta, workspaces) {
+        OwnerCheck::Listed => true,
+        OwnerCheck::NoOwner => false,
+        OwnerCheck::Confirm(owner) => {
+            let api: Api<Workspace> = Api::namespaced(client.clone(), &namespace);
+            api.get_metadata_opt(&owner.name)
+                .await?
+                .is_some_and(|w| w.metadata.uid.as_deref() == Some(owner.uid.as_str()))
+        }
     };
     let Some(cause) = release_cause(meta, exists, Timestamp::now(), settings) else {
         return Ok(0);
@@ -188,5 +228,44 @@ mod tests {
                 "{what}"
             );
         }
+    }
+
+    #[test]
+    fn the_owner_is_the_workspace_named_by_uid_not_by_name() {
+        let workspaces = HashMap::from([(
+            ("team".to_string(), "alice".to_string()),
+            "uid-now".to_string(),
+        )]);
+        let pod = |owners: serde_json::Value| -> ObjectMeta {
+            serde_json::from_value(json!({"name": "ws-alice", "namespace": "team",
+                "labels": {"lifeguard.dev/workspace": "alice"},
+                "finalizers": ["lifeguard.dev/disposal"], "ownerReferences": owners}))
+            .expect("metadata literal")
+        };
+        let owner = |uid: &str, controller: bool| {
+            json!([{"apiVersion": "lifeguard.dev/v1alpha1", "kind": "Workspace", "name": "alice",
+                    "uid": uid, "controller": controller}])
+        };
+        let current = pod(owner("uid-now", true));
+        assert_eq!(owner_in_list(&current, &workspaces), OwnerCheck::Listed);
+        let predecessor = pod(owner("uid-before", true));
+        assert!(
+            matches!(owner_in_list(&predecessor, &workspaces), OwnerCheck::Confirm(o) if o.uid == "uid-before"),
+            "a same-named Workspace with another UID is not the owner; a GET confirms by UID"
+        );
+        let stranger = pod(json!([]));
+        assert_eq!(owner_in_list(&stranger, &workspaces), OwnerCheck::NoOwner);
+        let not_controller = pod(owner("uid-now", false));
+        assert_eq!(
+            owner_in_list(&not_controller, &workspaces),
+            OwnerCheck::NoOwner,
+            "only the controlling reference counts"
+        );
+        // With no owning Workspace the pod is released, as for a deleted Workspace.
+        let now: Timestamp = "2026-12-01T12:00:00Z".parse().expect("time");
+        assert_eq!(
+            release_cause(&stranger, false, now, &Settings::default()),
+            Some("workspace_gone")
+        );
     }
 }

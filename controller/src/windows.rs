@@ -12,6 +12,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action as Requeue;
+use kube::runtime::controller::Error as ControllerError;
 use kube::runtime::events::{Event, EventType};
 use kube::{Resource, ResourceExt};
 use lifeguard_api::maintenance::OccurrenceStatus;
@@ -22,6 +23,7 @@ use lifeguard_api::{MaintenanceWindow, Workspace};
 use serde_json::json;
 
 use crate::drain;
+use crate::metrics::Metrics;
 use crate::reconcile::{Context, Error};
 use crate::status::set_condition;
 
@@ -213,6 +215,20 @@ async fn write_status(
     Ok(())
 }
 
+/// A window deleted while it drained leaves its `drain_remaining` series behind, and with
+/// it `LifeguardDrainStuck` firing: the reconciler is never called for a deleted window, so
+/// the controller's result stream, which reports the missing object, drops the series.
+pub fn forget_deleted<T, E1, E2>(metrics: &Metrics, result: &Result<T, ControllerError<E1, E2>>) {
+    if let Err(ControllerError::ObjectNotFound(window)) = result
+        && metrics
+            .drain_remaining
+            .remove_label_values(&[window.name.as_str()])
+            .is_ok()
+    {
+        tracing::info!(window = %window.name, "window deleted; drain gauge removed");
+    }
+}
+
 pub fn window_error_policy(
     mw: Arc<MaintenanceWindow>,
     error: &Error,
@@ -224,4 +240,45 @@ pub fn window_error_policy(
         .inc();
     tracing::warn!(window = %mw.name_any(), %error, "window reconcile failed; retrying");
     Requeue::requeue(Duration::from_secs(5))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::runtime::reflector::ObjectRef;
+
+    type Outcome = Result<(), ControllerError<Error, std::io::Error>>;
+
+    #[test]
+    fn deleting_a_draining_window_removes_its_gauge_series() {
+        let metrics = Metrics::new().expect("registry");
+        for (window, remaining) in [("upgrade", 3), ("other", 1)] {
+            metrics
+                .drain_remaining
+                .with_label_values(&[window])
+                .set(remaining);
+        }
+        let still_there: Outcome = Ok(());
+        forget_deleted(&metrics, &still_there);
+        let failed: Outcome = Err(ControllerError::ReconcilerFailed(
+            Error::NoNamespace,
+            Box::new(ObjectRef::<MaintenanceWindow>::new("other").erase()),
+        ));
+        forget_deleted(&metrics, &failed);
+        let deleted: Outcome = Err(ControllerError::ObjectNotFound(Box::new(
+            ObjectRef::<MaintenanceWindow>::new("upgrade").erase(),
+        )));
+        forget_deleted(&metrics, &deleted);
+        let rendered = metrics.render();
+        assert!(
+            !rendered.contains(r#"window="upgrade""#),
+            "deleted window's series is gone:\n{rendered}"
+        );
+        assert!(
+            rendered.contains(r#"lifeguard_controller_drain_remaining{window="other"} 1"#),
+            "a window whose reconcile failed keeps its series:\n{rendered}"
+        );
+        // Forgetting twice (a second stale requeue) is harmless.
+        forget_deleted(&metrics, &deleted);
+    }
 }

@@ -1,0 +1,181 @@
+//! Pod creates the API refuses: recorded with the API's message, announced once per
+//! distinct refusal, retried with capped exponential backoff, all from stored state.
+
+use jiff::SignedDuration;
+use lifeguard_api::WorkspacePhase;
+use serde_json::{Value, json};
+
+use crate::plan::{Action, Settings, plan};
+use crate::plan_tests::{kind, now, pod, rejected_condition, ws};
+
+fn quota() -> crate::plan::CreateRefusal {
+    crate::plan::CreateRefusal {
+        code: 403,
+        reason: "Forbidden".into(),
+        message: "pods \"ws-alice\" is forbidden: exceeded quota: none, requested: pods=1, used: pods=0, limited: pods=0".into(),
+    }
+}
+
+fn window_denial() -> crate::plan::CreateRefusal {
+    crate::plan::CreateRefusal {
+        code: 403,
+        reason: "Forbidden".into(),
+        message: "admission webhook \"validate.lifeguard.dev\" denied the request: workspace pods cannot start during maintenance window \"upgrade\" (until 2026-12-01T13:00:00Z)".into(),
+    }
+}
+
+fn condition_of(status: &lifeguard_api::WorkspaceStatus, type_: &str) -> (String, String, String) {
+    let c = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .unwrap_or_else(|| panic!("{type_} condition"));
+    (c.status.clone(), c.reason.clone(), c.message.clone())
+}
+
+#[test]
+fn a_refused_create_is_recorded_with_the_api_message_and_announced_once() {
+    use crate::plan::record_create_refusal;
+    let later = |secs: i64| now() + SignedDuration::from_secs(secs);
+    let mut workspace = ws(json!(null), json!({}));
+    // (what, refusal, at, expect a new Event, attempts, since, PodCreateFailed reason)
+    let steps = [
+        ("first quota refusal", quota(), 0, true, 1, 0, "Forbidden"),
+        (
+            "same refusal on retry",
+            quota(),
+            5,
+            false,
+            2,
+            0,
+            "Forbidden",
+        ),
+        ("same refusal again", quota(), 15, false, 3, 0, "Forbidden"),
+        (
+            "a maintenance denial is a new error",
+            window_denial(),
+            35,
+            true,
+            4,
+            35,
+            "MaintenanceDenied",
+        ),
+        (
+            "the same denial every retry: no new Event",
+            window_denial(),
+            75,
+            false,
+            5,
+            35,
+            "MaintenanceDenied",
+        ),
+    ];
+    for (what, refusal, at, announce, attempts, since, reason) in steps {
+        let (status, new) = record_create_refusal(&workspace, &refusal, later(at));
+        assert_eq!(new, announce, "{what}: Event");
+        assert_eq!(status.phase, Some(WorkspacePhase::Pending), "{what}: phase");
+        let recorded = status.last_create_error.clone().expect("recorded");
+        assert_eq!(
+            (recorded.attempts, recorded.since.0, recorded.time.0),
+            (attempts, later(since), later(at)),
+            "{what}: record"
+        );
+        assert_eq!(
+            condition_of(&status, "PodCreateFailed"),
+            ("True".into(), reason.into(), refusal.message.clone()),
+            "{what}: condition carries the API's message"
+        );
+        assert_eq!(condition_of(&status, "Ready").0, "False", "{what}");
+        // What the next step sees is only what is stored, as after a controller restart.
+        let stored = serde_json::to_value(&status).expect("status serialises");
+        workspace.status = Some(serde_json::from_value(stored).expect("status reads back"));
+    }
+}
+
+#[test]
+fn refused_creates_are_retried_with_capped_exponential_backoff() {
+    use crate::plan::create_retry_at;
+    let settings = Settings::default();
+    let refused = |attempts: u32| lifeguard_api::workspace::PodCreateError {
+        code: 403,
+        reason: "Forbidden".into(),
+        message: "m".into(),
+        attempts,
+        since: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now()),
+        time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now()),
+    };
+    for (attempts, wait) in [
+        (1, 5),
+        (2, 10),
+        (3, 20),
+        (5, 80),
+        (6, 120),
+        (7, 120),
+        (u32::MAX, 120),
+    ] {
+        assert_eq!(
+            create_retry_at(&refused(attempts), &settings),
+            now() + SignedDuration::from_secs(wait),
+            "after {attempts} refusals"
+        );
+    }
+
+    let with_refusal = |extra: Value, seconds_ago: i64| {
+        let mut status = json!({"phase": "Pending", "lastCreateError": {"code": 403, "reason": "Forbidden",
+            "message": "m", "attempts": 2, "since": "2026-12-01T11:00:00Z",
+            "time": (now() - SignedDuration::from_secs(seconds_ago)).to_string()}});
+        if let (Some(s), Some(extra)) = (status.as_object_mut(), extra.as_object()) {
+            s.extend(extra.clone());
+        }
+        ws(status, json!({}))
+    };
+    let rejected = json!({"podStarts": 1, "podDeletionTime": "2026-12-01T11:00:00Z",
+                          "conditions": rejected_condition("True")});
+    let cases = [
+        (
+            "first start, backoff not over",
+            with_refusal(json!({}), 4),
+            "WaitUntil(2026-12-01T12:00:06Z)",
+        ),
+        (
+            "first start, backoff over",
+            with_refusal(json!({}), 10),
+            "CreatePod { start: 1, recreation: None }",
+        ),
+        (
+            "re-creation, backoff not over",
+            with_refusal(rejected.clone(), 4),
+            "WaitUntil(2026-12-01T12:00:06Z)",
+        ),
+        (
+            "re-creation, backoff over: no rejection retry used up by the refusals",
+            with_refusal(rejected, 10),
+            "CreatePod { start: 2, recreation: Some(1) }",
+        ),
+    ];
+    for (what, workspace, expected) in cases {
+        assert_eq!(
+            kind(&plan(&workspace, None, now(), &settings)),
+            expected,
+            "{what}"
+        );
+    }
+}
+
+#[test]
+fn a_pod_that_exists_clears_the_refusal() {
+    let (refused, _) =
+        crate::plan::record_create_refusal(&ws(json!(null), json!({})), &quota(), now());
+    let workspace = ws(serde_json::to_value(&refused).expect("status"), json!({}));
+    let Action::UpdateStatus(status) = plan(
+        &workspace,
+        Some(&pod(json!({"phase": "Pending"}), json!({}))),
+        now(),
+        &Settings::default(),
+    ) else {
+        panic!("expected UpdateStatus");
+    };
+    assert_eq!(status.phase, Some(WorkspacePhase::Creating));
+    assert_eq!(status.last_create_error, None);
+    assert_eq!(condition_of(&status, "PodCreateFailed").0, "False");
+}

@@ -48,6 +48,11 @@ async fn main() -> anyhow::Result<()> {
         "lifeguard" => {
             let state = AppState {
                 caches: Caches::fixed(windows()?),
+                // The serving certificate is the acceptor's; the store only feeds /readyz.
+                #[cfg(not(lifeguard_bench_baseline))]
+                certs: Arc::new(lifeguard_webhook::certs::CertStore::new(Arc::new(
+                    rustls::crypto::ring::default_provider(),
+                ))),
                 metrics: Metrics::new()?,
                 recreation_users: Arc::new(Vec::new()),
             };

@@ -10,6 +10,7 @@ use axum::http::{Request, StatusCode, header};
 use futures::channel::mpsc;
 use lifeguard_webhook::body::BodyBudget;
 use lifeguard_webhook::cache::Caches;
+use lifeguard_webhook::certs::CertStore;
 use lifeguard_webhook::metrics::Metrics;
 use lifeguard_webhook::server::{AppState, admission_router};
 use serde_json::{Value, json};
@@ -19,6 +20,10 @@ fn router(total: usize, max_body: usize) -> (Router, Metrics) {
     let metrics = Metrics::new().expect("metrics register");
     let state = AppState {
         caches: Caches::fixed(Vec::new()),
+        // The admission routes do not look at the certificate (only /readyz does).
+        certs: Arc::new(CertStore::new(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))),
         metrics: metrics.clone(),
         recreation_users: Arc::new(Vec::new()),
     };

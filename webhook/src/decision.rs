@@ -172,3 +172,7 @@ pub fn mutate(request: &AdmissionRequest) -> Outcome {
         Some(_) => Outcome::Allow,
     }
 }
+
+#[cfg(test)]
+#[path = "decision_tests.rs"]
+mod tests;

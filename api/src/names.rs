@@ -23,6 +23,24 @@ pub const START_ANNOTATION: &str = "lifeguard.dev/start";
 /// window's name). The workspace is stopped gracefully and not started again.
 pub const DRAINED_BY_ANNOTATION: &str = "lifeguard.dev/drained-by";
 
+/// The DNS domain that prefixes every label and annotation key lifeguard owns.
+pub const KEY_DOMAIN: &str = GROUP;
+
+/// Whether a label or annotation key is lifeguard's own (`lifeguard.dev/...` or
+/// `<sub>.lifeguard.dev/...`). Only the controller sets such keys on a workspace pod; a
+/// Workspace's pod template may not carry them (they could forge controller state, such as
+/// the re-creation marker).
+pub fn is_lifeguard_key(key: &str) -> bool {
+    let Some((prefix, _)) = key.split_once('/') else {
+        return false;
+    };
+    let prefix = prefix.to_ascii_lowercase();
+    prefix == KEY_DOMAIN
+        || prefix
+            .strip_suffix(KEY_DOMAIN)
+            .is_some_and(|sub| sub.ends_with('.'))
+}
+
 /// Prefix of every Prometheus metric lifeguard exports.
 pub const METRIC_PREFIX: &str = "lifeguard_";
 

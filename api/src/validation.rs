@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::maintenance::MaintenanceWindowSpec;
-use crate::names::WORKSPACE_LABEL;
+use crate::names::{KEY_DOMAIN, WORKSPACE_LABEL, is_lifeguard_key};
 use crate::schedule::{Occurrence, Recurring, Schedule};
 use crate::workspace::WorkspaceSpec;
 
@@ -310,13 +310,20 @@ pub fn validate_workspace(name: &str, spec: &WorkspaceSpec) -> Result<(), Valida
                 );
             }
         }
-        if let Some(value) = meta.labels.as_ref().and_then(|l| l.get(WORKSPACE_LABEL))
-            && value != name
-        {
-            errors.push(
-                &format!("spec.podTemplate.metadata.labels[{WORKSPACE_LABEL}]"),
-                format!("is {value:?} but must be the Workspace's name {name:?} (or be left out)"),
-            );
+        // lifeguard's own keys on a pod are controller state the webhook trusts (the
+        // re-creation marker, the start number, the workspace label): a template may not
+        // forge them. The controller drops them too, for objects stored before this rule.
+        for (kind, keys) in [("labels", &meta.labels), ("annotations", &meta.annotations)] {
+            for key in keys
+                .iter()
+                .flat_map(|m| m.keys())
+                .filter(|k| is_lifeguard_key(k))
+            {
+                errors.push(
+                    &format!("spec.podTemplate.metadata.{kind}[{key}]"),
+                    format!("must not be set: keys under {KEY_DOMAIN}/ are set by the lifeguard controller only"),
+                );
+            }
         }
     }
     match &template.spec {

@@ -3,7 +3,9 @@
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
-use lifeguard_api::names::{GROUP, POD_FINALIZER, RECREATION_ANNOTATION, WORKSPACE_LABEL};
+use lifeguard_api::names::{
+    GROUP, POD_FINALIZER, RECREATION_ANNOTATION, START_ANNOTATION, WORKSPACE_LABEL,
+};
 use lifeguard_api::validation::{validate_maintenance_window_object, validate_workspace_object};
 use lifeguard_api::window::CompiledWindow;
 use serde_json::{Value, json};
@@ -83,14 +85,28 @@ pub fn validate(request: &AdmissionRequest, ctx: &Context) -> Outcome {
 }
 
 /// A replacement for a rejected pod: made by the controller for an existing Workspace.
+///
+/// The webhook keeps no Workspace cache, so it cannot read the Workspace's status itself.
+/// It trusts markers only the controller can set, and only from status it owns: the
+/// attempt number (`lifeguard.dev/recreation`, from `status.podRecreated + 1`) and the
+/// start number (`lifeguard.dev/start`, from `status.podStarts + 1`). A re-creation
+/// replaces a pod that existed, so its start number is at least 2: a first start never
+/// counts, whatever annotations it carries. Template keys under `lifeguard.dev/` are
+/// refused by validation and dropped by the controller, so a Workspace author cannot set
+/// either marker; the requester must also be one of `--recreation-user`.
 fn is_recreation(request: &AdmissionRequest, ctx: &Context) -> bool {
     let Some(object) = &request.object else {
         return false;
     };
-    let annotated = object
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(RECREATION_ANNOTATION))
-        .is_some();
+    let number = |key: &str| {
+        object
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(key))
+            .and_then(Value::as_str)
+            .and_then(|v| v.parse::<u32>().ok())
+    };
+    let annotated = number(RECREATION_ANNOTATION).is_some_and(|attempt| attempt >= 1)
+        && number(START_ANNOTATION).is_some_and(|start| start >= 2);
     let owned_by_workspace = object
         .pointer("/metadata/ownerReferences")
         .and_then(Value::as_array)

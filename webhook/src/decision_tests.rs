@@ -86,7 +86,12 @@ fn verdict(outcome: &Outcome) -> Expect {
 #[test]
 fn validation_decisions() {
     let ws_label = json!({"lifeguard.dev/workspace": "alice"});
-    let recreation = json!({"lifeguard.dev/recreation": "1"});
+    let recreation = json!({"lifeguard.dev/recreation": "1", "lifeguard.dev/start": "2"});
+    // What a pod built from a template carrying the marker looked like before the
+    // controller dropped template keys: the marker on the workspace's first start.
+    let forged_first_start = json!({"lifeguard.dev/recreation": "1", "lifeguard.dev/start": "1"});
+    let no_start = json!({"lifeguard.dev/recreation": "1"});
+    let bad_attempt = json!({"lifeguard.dev/recreation": "yes", "lifeguard.dev/start": "3"});
     let active = vec![upgrade_window()];
     let recreation_ok = vec![window(
         "upgrade",
@@ -264,6 +269,27 @@ fn validation_decisions() {
             pod(&ws_label, &recreation, owner()),
             &active,
             &[],
+            Expect::DenyMaintenance,
+        ),
+        (
+            "recreation marker on a first start, by the trusted user",
+            pod(&ws_label, &forged_first_start, owner()),
+            &recreation_ok,
+            &this_user,
+            Expect::DenyMaintenance,
+        ),
+        (
+            "recreation marker without a start number",
+            pod(&ws_label, &no_start, owner()),
+            &recreation_ok,
+            &this_user,
+            Expect::DenyMaintenance,
+        ),
+        (
+            "recreation marker that is not an attempt number",
+            pod(&ws_label, &bad_attempt, owner()),
+            &recreation_ok,
+            &this_user,
             Expect::DenyMaintenance,
         ),
         (

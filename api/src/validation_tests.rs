@@ -55,6 +55,11 @@ fn maintenance_window_errors_name_the_field_and_the_value() {
             vec!["spec.end", "not after start"],
         ),
         (
+            "the + (AND) day-of-week modifier",
+            json!({"schedule": "0 2 */2 * +6", "duration": "1h"}),
+            vec!["spec.schedule", "'+'", "Kubernetes CronJob"],
+        ),
+        (
             "time zone with one-off",
             json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z", "timeZone": "UTC"}),
             vec!["spec.timeZone", "schedule only"],

@@ -19,6 +19,12 @@ pub const RECREATION_ANNOTATION: &str = "lifeguard.dev/recreation";
 /// so `status.podStarts` can be recovered from the pod if a status write was lost.
 pub const START_ANNOTATION: &str = "lifeguard.dev/start";
 
+/// Set by the controller on every pod it creates (value: the Workspace's labels as a JSON
+/// object), so a window's `workspaceSelector` sees the same labels for a workspace pod as
+/// for its Workspace. An annotation rather than copied labels: the pod's own labels stay
+/// the template's, with no collisions and no key-length limits.
+pub const WORKSPACE_LABELS_ANNOTATION: &str = "lifeguard.dev/workspace-labels";
+
 /// Set by the controller on a Workspace that a `drain: true` window stops (value: the
 /// window's name). The workspace is stopped gracefully and not started again.
 pub const DRAINED_BY_ANNOTATION: &str = "lifeguard.dev/drained-by";

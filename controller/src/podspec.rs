@@ -5,8 +5,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, ResourceExt};
 use lifeguard_api::Workspace;
 use lifeguard_api::names::{
-    POD_FINALIZER, RECREATION_ANNOTATION, START_ANNOTATION, WORKSPACE_LABEL, is_lifeguard_key,
-    pod_name,
+    POD_FINALIZER, RECREATION_ANNOTATION, START_ANNOTATION, WORKSPACE_LABEL,
+    WORKSPACE_LABELS_ANNOTATION, is_lifeguard_key, pod_name,
 };
 
 /// The workspace's pod: its template plus our name, label, annotations, finalizer and an
@@ -25,6 +25,12 @@ pub fn build(ws: &Workspace, start: u32, recreation: Option<u32>) -> Pod {
     let mut annotations = meta.annotations.unwrap_or_default();
     annotations.retain(|key, _| !is_lifeguard_key(key));
     annotations.insert(START_ANNOTATION.into(), start.to_string());
+    // The webhook matches workspaceSelectors for this pod against these, the same labels
+    // it matched when the Workspace was created. A string map always serialises.
+    annotations.insert(
+        WORKSPACE_LABELS_ANNOTATION.into(),
+        serde_json::to_string(ws.labels()).unwrap_or_else(|_| "{}".into()),
+    );
     if let Some(attempt) = recreation {
         annotations.insert(RECREATION_ANNOTATION.into(), attempt.to_string());
     }
@@ -141,5 +147,35 @@ mod tests {
             Some("kept")
         );
         assert_eq!(annotations.get("note").map(String::as_str), Some("kept"));
+    }
+
+    #[test]
+    fn pod_carries_the_workspace_labels_for_workspace_selectors() {
+        let ws: Workspace = serde_json::from_value(json!({
+            "apiVersion": "lifeguard.dev/v1alpha1", "kind": "Workspace",
+            "metadata": {"name": "alice", "namespace": "team", "labels": {"team": "red", "tier": "gpu"}},
+            "spec": {"podTemplate": {
+                "metadata": {"labels": {"team": "blue"}},
+                "spec": {"containers": [{"name": "ide", "image": "busybox"}]}}}
+        }))
+        .expect("workspace literal");
+        let pod = build(&ws, 1, None);
+        let annotations = pod.metadata.annotations.expect("annotations");
+        let carried: std::collections::BTreeMap<String, String> = serde_json::from_str(
+            annotations
+                .get(WORKSPACE_LABELS_ANNOTATION)
+                .expect("workspace labels annotation"),
+        )
+        .expect("a JSON string map");
+        assert_eq!(&carried, ws.labels());
+        assert_eq!(
+            pod.metadata
+                .labels
+                .expect("labels")
+                .get("team")
+                .map(String::as_str),
+            Some("blue"),
+            "the pod's own labels stay the template's"
+        );
     }
 }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use jiff::Timestamp;
 use lifeguard_api::names::{
     GROUP, POD_FINALIZER, RECREATION_ANNOTATION, START_ANNOTATION, WORKSPACE_LABEL,
+    WORKSPACE_LABELS_ANNOTATION,
 };
 use lifeguard_api::validation::{validate_maintenance_window_object, validate_workspace_object};
 use lifeguard_api::window::CompiledWindow;
@@ -123,11 +124,29 @@ fn is_recreation(request: &AdmissionRequest, ctx: &Context) -> bool {
     annotated && owned_by_workspace && trusted
 }
 
+/// The labels a `workspaceSelector` is matched against: the Workspace's own, on both
+/// paths. A workspace pod carries them in an annotation the controller writes (its own
+/// labels are the template's, which may differ); a pod without a readable annotation
+/// (made by an older controller) falls back to its own labels.
+fn workspace_labels(request: &AdmissionRequest) -> BTreeMap<String, String> {
+    let object = request.object.as_ref();
+    if request.kind == "Pod"
+        && let Some(carried) = object
+            .and_then(|o| o.pointer("/metadata/annotations"))
+            .and_then(|a| a.get(WORKSPACE_LABELS_ANNOTATION))
+            .and_then(Value::as_str)
+            .and_then(|text| serde_json::from_str::<BTreeMap<String, String>>(text).ok())
+    {
+        return carried;
+    }
+    labels(object)
+}
+
 /// Denies while a covering window is active; names the window that stays longest.
 fn gate(request: &AdmissionRequest, ctx: &Context, recreation: bool) -> Outcome {
     let empty = BTreeMap::new();
     let namespace_labels = ctx.namespace_labels.unwrap_or(&empty);
-    let workspace_labels = labels(request.object.as_ref());
+    let workspace_labels = workspace_labels(request);
     let blocking = ctx
         .windows
         .iter()

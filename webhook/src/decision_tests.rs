@@ -495,3 +495,86 @@ fn finalizer_stamping() {
         assert_eq!(mutate(&request), expected, "{name}");
     }
 }
+
+#[test]
+fn workspace_selector_sees_the_workspace_labels_on_both_paths() {
+    let windows = vec![window(
+        "gpu-drain",
+        json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z",
+               "workspaceSelector": {"matchLabels": {"team": "red"}}}),
+    )];
+    let red_workspace = {
+        let mut ws = workspace("alice");
+        ws["metadata"]["labels"] = json!({"team": "red"});
+        ws
+    };
+    let pod_of = |workspace_labels: &str, pod_labels: Value| {
+        let mut labels = pod_labels;
+        labels["lifeguard.dev/workspace"] = json!("alice");
+        request(
+            "",
+            "Pod",
+            Operation::Create,
+            workspace_pod(
+                labels,
+                json!({"lifeguard.dev/start": "1", "lifeguard.dev/workspace-labels": workspace_labels}),
+                owner(),
+            ),
+        )
+    };
+    let cases: Vec<(&str, AdmissionRequest, Expect)> = vec![
+        (
+            "red Workspace",
+            request(
+                "lifeguard.dev",
+                "Workspace",
+                Operation::Create,
+                red_workspace,
+            ),
+            Expect::DenyMaintenance,
+        ),
+        (
+            "its pod, whose template has no team label",
+            pod_of(r#"{"team":"red"}"#, json!({})),
+            Expect::DenyMaintenance,
+        ),
+        (
+            "blue Workspace",
+            request(
+                "lifeguard.dev",
+                "Workspace",
+                Operation::Create,
+                workspace("alice"),
+            ),
+            Expect::Allow,
+        ),
+        (
+            "its pod, whose template says team=red",
+            pod_of(r#"{"team":"blue"}"#, json!({"team": "red"})),
+            Expect::Allow,
+        ),
+        (
+            "pod of an older controller (no annotation): its own labels",
+            request(
+                "",
+                "Pod",
+                Operation::Create,
+                workspace_pod(
+                    json!({"lifeguard.dev/workspace": "alice", "team": "red"}),
+                    json!({}),
+                    owner(),
+                ),
+            ),
+            Expect::DenyMaintenance,
+        ),
+    ];
+    for (name, request, expected) in cases {
+        let context = Context {
+            windows: &windows,
+            namespace_labels: None,
+            now: NOW.parse::<Timestamp>().expect("time"),
+            recreation_users: &[],
+        };
+        assert_eq!(verdict(&validate(&request, &context)), expected, "{name}");
+    }
+}

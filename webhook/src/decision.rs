@@ -13,12 +13,22 @@ use serde_json::{Value, json};
 
 use crate::review::{AdmissionRequest, Operation, Outcome};
 
+/// What the handler learnt about the request's namespace before deciding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NamespaceLabels {
+    /// From the cache, or looked up in the API on a cache miss (empty for cluster-scoped
+    /// requests).
+    Known(BTreeMap<String, String>),
+    /// Neither the cache nor a bounded API lookup could tell; `reason` says why.
+    Unknown { namespace: String, reason: String },
+}
+
 /// Everything a validation decision may look at besides the request itself.
 pub struct Context<'a> {
     pub windows: &'a [CompiledWindow],
-    /// Labels of the request's namespace; `None` when the namespace is not (yet) cached,
-    /// in which case it counts as unlabelled.
-    pub namespace_labels: Option<&'a BTreeMap<String, String>>,
+    /// Labels of the request's namespace. A gate fails closed: while they are unknown, an
+    /// active window with a `namespaceSelector` is taken to cover the namespace.
+    pub namespace: &'a NamespaceLabels,
     pub now: Timestamp,
     /// Who may re-create rejected pods during an `allowRecreation` window; empty = anyone
     /// (restrict with RBAC on pods then).
@@ -144,14 +154,16 @@ fn workspace_labels(request: &AdmissionRequest) -> BTreeMap<String, String> {
 
 /// Denies while a covering window is active; names the window that stays longest.
 fn gate(request: &AdmissionRequest, ctx: &Context, recreation: bool) -> Outcome {
-    let empty = BTreeMap::new();
-    let namespace_labels = ctx.namespace_labels.unwrap_or(&empty);
     let workspace_labels = workspace_labels(request);
+    let covers = |w: &CompiledWindow| match ctx.namespace {
+        NamespaceLabels::Known(labels) => w.covers(labels, &workspace_labels),
+        NamespaceLabels::Unknown { .. } => w.covers_workspace(&workspace_labels),
+    };
     let blocking = ctx
         .windows
         .iter()
         .filter(|w| !(recreation && w.allow_recreation))
-        .filter(|w| w.covers(namespace_labels, &workspace_labels))
+        .filter(|w| covers(w))
         .filter_map(|w| w.active_at(ctx.now).map(|occurrence| (w, occurrence)))
         .max_by_key(|(_, occurrence)| occurrence.end);
     let Some((window, occurrence)) = blocking else {
@@ -169,6 +181,13 @@ fn gate(request: &AdmissionRequest, ctx: &Context, recreation: bool) -> Outcome 
     if let Some(text) = &window.message {
         message.push_str(": ");
         message.push_str(text);
+    }
+    if let NamespaceLabels::Unknown { namespace, reason } = ctx.namespace
+        && window.selects_namespaces()
+    {
+        message.push_str(&format!(
+            " (the labels of namespace {namespace:?} could not be read: {reason}; the window's namespaceSelector is assumed to match until they can)"
+        ));
     }
     Outcome::Deny {
         code: 403,

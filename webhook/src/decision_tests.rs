@@ -7,7 +7,7 @@ use lifeguard_api::MaintenanceWindow;
 use lifeguard_api::window::CompiledWindow;
 use serde_json::{Value, json};
 
-use crate::decision::{Context, mutate, validate};
+use crate::decision::{Context, NamespaceLabels, mutate, validate};
 use crate::review::{AdmissionRequest, Operation, Outcome};
 
 const NOW: &str = "2026-12-01T22:30:00Z";
@@ -357,11 +357,11 @@ fn validation_decisions() {
             Expect::Allow,
         ),
     ];
-    let labels = BTreeMap::from([("env".to_string(), "dev".to_string())]);
+    let labels = NamespaceLabels::Known(BTreeMap::from([("env".to_string(), "dev".to_string())]));
     for (name, request, windows, users, expected) in cases {
         let context = Context {
             windows,
-            namespace_labels: Some(&labels),
+            namespace: &labels,
             now: NOW.parse::<Timestamp>().expect("time"),
             recreation_users: users,
         };
@@ -374,7 +374,7 @@ fn denial_names_the_window_its_message_and_its_end() {
     let windows = vec![upgrade_window()];
     let context = Context {
         windows: &windows,
-        namespace_labels: None,
+        namespace: &NamespaceLabels::Known(BTreeMap::new()),
         now: NOW.parse::<Timestamp>().expect("time"),
         recreation_users: &[],
     };
@@ -399,7 +399,7 @@ fn denial_names_the_window_its_message_and_its_end() {
 fn invalid_objects_are_denied_with_the_reason() {
     let context = Context {
         windows: &[],
-        namespace_labels: None,
+        namespace: &NamespaceLabels::Known(BTreeMap::new()),
         now: NOW.parse::<Timestamp>().expect("time"),
         recreation_users: &[],
     };
@@ -571,10 +571,113 @@ fn workspace_selector_sees_the_workspace_labels_on_both_paths() {
     for (name, request, expected) in cases {
         let context = Context {
             windows: &windows,
-            namespace_labels: None,
+            namespace: &NamespaceLabels::Known(BTreeMap::new()),
             now: NOW.parse::<Timestamp>().expect("time"),
             recreation_users: &[],
         };
         assert_eq!(verdict(&validate(&request, &context)), expected, "{name}");
+    }
+}
+
+/// (what, windows, namespace, verdict, facts the denial must carry)
+type NamespaceCase<'a> = (
+    &'a str,
+    Vec<CompiledWindow>,
+    &'a NamespaceLabels,
+    Expect,
+    Vec<&'a str>,
+);
+
+#[test]
+fn unknown_namespace_labels_fail_closed_for_namespace_selectors() {
+    let prod_only = window(
+        "prod-upgrade",
+        json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z",
+               "namespaceSelector": {"matchLabels": {"env": "prod"}}}),
+    );
+    let everywhere = upgrade_window();
+    let later = window(
+        "later",
+        json!({"start": "2026-12-02T22:00:00Z", "end": "2026-12-02T23:00:00Z",
+               "namespaceSelector": {"matchLabels": {"env": "prod"}}}),
+    );
+    let unknown = NamespaceLabels::Unknown {
+        namespace: "team-a".into(),
+        reason: "no answer from the API server within 2s".into(),
+    };
+    let prod = NamespaceLabels::Known(BTreeMap::from([("env".into(), "prod".into())]));
+    let dev = NamespaceLabels::Known(BTreeMap::from([("env".into(), "dev".into())]));
+    let unlabelled = NamespaceLabels::Known(BTreeMap::new());
+    let ws = || {
+        request(
+            "lifeguard.dev",
+            "Workspace",
+            Operation::Create,
+            workspace("alice"),
+        )
+    };
+    let cases: Vec<NamespaceCase> = vec![
+        (
+            "namespace selector, labels unknown: denied, saying why",
+            vec![prod_only.clone()],
+            &unknown,
+            Expect::DenyMaintenance,
+            vec![
+                "prod-upgrade",
+                "\"team-a\"",
+                "could not be read",
+                "within 2s",
+            ],
+        ),
+        (
+            "namespace selector, labels known to match",
+            vec![prod_only.clone()],
+            &prod,
+            Expect::DenyMaintenance,
+            vec!["prod-upgrade"],
+        ),
+        (
+            "namespace selector, labels known not to match",
+            vec![prod_only.clone()],
+            &dev,
+            Expect::Allow,
+            vec![],
+        ),
+        (
+            "namespace selector, namespace known to be unlabelled",
+            vec![prod_only],
+            &unlabelled,
+            Expect::Allow,
+            vec![],
+        ),
+        (
+            "no namespace selector, labels unknown: as always",
+            vec![everywhere.clone()],
+            &unknown,
+            Expect::DenyMaintenance,
+            vec!["upgrade"],
+        ),
+        (
+            "labels unknown, but no window active",
+            vec![later],
+            &unknown,
+            Expect::Allow,
+            vec![],
+        ),
+    ];
+    for (what, windows, namespace, expected, facts) in cases {
+        let context = Context {
+            windows: &windows,
+            namespace,
+            now: NOW.parse::<Timestamp>().expect("time"),
+            recreation_users: &[],
+        };
+        let outcome = validate(&ws(), &context);
+        assert_eq!(verdict(&outcome), expected, "{what}");
+        if let Outcome::Deny { message, .. } = &outcome {
+            for fact in facts {
+                assert!(message.contains(fact), "{what}: {message:?} lacks {fact:?}");
+            }
+        }
     }
 }

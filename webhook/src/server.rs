@@ -62,14 +62,14 @@ pub fn ops_router(state: AppState) -> Router {
 }
 
 async fn validate(State(state): State<AppState>, body: Bytes) -> Response {
-    admit(&state, Webhook::Validate, &body)
+    admit(&state, Webhook::Validate, &body).await
 }
 
 async fn mutate(State(state): State<AppState>, body: Bytes) -> Response {
-    admit(&state, Webhook::Mutate, &body)
+    admit(&state, Webhook::Mutate, &body).await
 }
 
-fn admit(state: &AppState, webhook: Webhook, body: &[u8]) -> Response {
+async fn admit(state: &AppState, webhook: Webhook, body: &[u8]) -> Response {
     let started = Instant::now();
     let request = match review::parse(body) {
         Ok(request) => request,
@@ -89,7 +89,7 @@ fn admit(state: &AppState, webhook: Webhook, body: &[u8]) -> Response {
                 .into_response();
         }
     };
-    let outcome = decide(state, webhook, &request);
+    let outcome = decide(state, webhook, &request).await;
     let body = review::response(&request.uid, &outcome).to_string();
     state
         .metrics
@@ -115,18 +115,19 @@ fn admit(state: &AppState, webhook: Webhook, body: &[u8]) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-fn decide(state: &AppState, webhook: Webhook, request: &AdmissionRequest) -> Outcome {
+async fn decide(state: &AppState, webhook: Webhook, request: &AdmissionRequest) -> Outcome {
     match webhook {
         Webhook::Mutate => decision::mutate(request),
         Webhook::Validate => {
+            // Resolved before reading the windows, so a slow lookup decides on fresh ones.
+            let namespace = state
+                .caches
+                .namespace_labels(request.namespace.as_deref())
+                .await;
             let windows = state.caches.windows();
-            let namespace = request
-                .namespace
-                .as_deref()
-                .and_then(|ns| state.caches.namespace(ns));
             let context = Context {
                 windows: &windows,
-                namespace_labels: namespace.as_ref().and_then(|n| n.metadata.labels.as_ref()),
+                namespace: &namespace,
                 now: Timestamp::now(),
                 recreation_users: &state.recreation_users,
             };

@@ -24,6 +24,12 @@ pub const START_ANNOTATION: &str = "lifeguard.dev/start";
 /// because spec changes are not applied to a pod that already runs.
 pub const GENERATION_ANNOTATION: &str = "lifeguard.dev/generation";
 
+/// Set by the controller on every pod it creates (value: the Workspace's labels as a JSON
+/// object), so a window's `workspaceSelector` sees the same labels for a workspace pod as
+/// for its Workspace. An annotation rather than copied labels: the pod's own labels stay
+/// the template's, with no collisions and no key-length limits.
+pub const WORKSPACE_LABELS_ANNOTATION: &str = "lifeguard.dev/workspace-labels";
+
 /// Set by the controller on a Workspace that a `drain: true` window stops (value: the
 /// window's name). The workspace is stopped gracefully and not started again.
 pub const DRAINED_BY_ANNOTATION: &str = "lifeguard.dev/drained-by";
@@ -32,6 +38,24 @@ pub const DRAINED_BY_ANNOTATION: &str = "lifeguard.dev/drained-by";
 pub const NODE_CONDITION: &str = "LifeguardProbesHealthy";
 /// The `NoSchedule` taint the prober may put on its unhealthy node.
 pub const NODE_TAINT_KEY: &str = "lifeguard.dev/unhealthy";
+
+/// The DNS domain that prefixes every label and annotation key lifeguard owns.
+pub const KEY_DOMAIN: &str = GROUP;
+
+/// Whether a label or annotation key is lifeguard's own (`lifeguard.dev/...` or
+/// `<sub>.lifeguard.dev/...`). Only the controller sets such keys on a workspace pod; a
+/// Workspace's pod template may not carry them (they could forge controller state, such as
+/// the re-creation marker).
+pub fn is_lifeguard_key(key: &str) -> bool {
+    let Some((prefix, _)) = key.split_once('/') else {
+        return false;
+    };
+    let prefix = prefix.to_ascii_lowercase();
+    prefix == KEY_DOMAIN
+        || prefix
+            .strip_suffix(KEY_DOMAIN)
+            .is_some_and(|sub| sub.ends_with('.'))
+}
 
 /// Prefix of every Prometheus metric lifeguard exports.
 pub const METRIC_PREFIX: &str = "lifeguard_";
@@ -45,9 +69,62 @@ pub fn pod_name(workspace: &str) -> String {
 mod tests {
     use super::*;
 
+    /// A DNS-1123 subdomain, the rule the API server applies to pod names.
+    fn is_dns1123_subdomain(name: &str) -> bool {
+        name.len() <= 253
+            && name.split('.').all(|label| {
+                let bytes = label.as_bytes();
+                !bytes.is_empty()
+                    && bytes
+                        .iter()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+                    && bytes[0].is_ascii_alphanumeric()
+                    && bytes[bytes.len() - 1].is_ascii_alphanumeric()
+            })
+    }
+
     #[test]
-    fn pod_name_is_stable_and_prefixed() {
-        assert_eq!(pod_name("alice-dev"), "ws-alice-dev");
-        assert_eq!(pod_name("alice-dev"), pod_name("alice-dev"));
+    fn pod_name_is_ws_dash_workspace_and_a_valid_pod_name() {
+        let longest = "a".repeat(63);
+        let cases = [
+            ("alice-dev", "ws-alice-dev"),
+            ("a", "ws-a"),
+            ("0day", "ws-0day"),
+            ("team.alice", "ws-team.alice"),
+            (longest.as_str(), &*format!("ws-{longest}")),
+        ];
+        for (workspace, expected) in cases {
+            let name = pod_name(workspace);
+            assert_eq!(name, expected, "{workspace}");
+            assert!(
+                is_dns1123_subdomain(&name),
+                "{name} is not a valid pod name"
+            );
+        }
+    }
+
+    #[test]
+    fn distinct_workspaces_get_distinct_pods() {
+        let names = ["a", "a-b", "ab", "a.b", "ws-a", "b", "ws-ws-a"];
+        let pods: std::collections::BTreeSet<String> = names.iter().map(|n| pod_name(n)).collect();
+        assert_eq!(pods.len(), names.len(), "{pods:?}");
+    }
+
+    #[test]
+    fn lifeguard_keys_are_those_under_its_domain() {
+        let cases = [
+            ("lifeguard.dev/recreation", true),
+            ("lifeguard.dev/workspace", true),
+            ("LIFEGUARD.DEV/start", true),
+            ("drain.lifeguard.dev/by", true),
+            ("notlifeguard.dev/x", false),
+            ("lifeguard.dev.example.com/x", false),
+            ("example.com/lifeguard.dev", false),
+            ("lifeguard.dev", false),
+            ("team", false),
+        ];
+        for (key, expected) in cases {
+            assert_eq!(is_lifeguard_key(key), expected, "{key}");
+        }
     }
 }

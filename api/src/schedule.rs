@@ -13,8 +13,10 @@
 //!   on the night the clock goes back from 02:00 to 01:00 closes two real hours later, at
 //!   02:30 new time.
 //!
-//! Day-of-month and day-of-week combine as in Vixie cron: when both are restricted, a day
-//! matching either one matches.
+//! Day-of-month and day-of-week combine as in Kubernetes CronJob: a day field is
+//! unrestricted only when it is `*` or `?` (also `*/1`, or in a list); `*/2` is restricted.
+//! When both are restricted a day matching either one matches; otherwise a day must match
+//! the restricted one. `crate::validation` rewrites the fields so croner follows this rule.
 
 use croner::Cron;
 use jiff::civil::DateTime;

@@ -249,7 +249,78 @@ fn next_after() {
             ],
         ),
         (
-            "day-of-month OR day-of-week (Vixie)",
+            "*/2 is restricted: odd days OR Saturdays (Kubernetes CronJob)",
+            recurring("0 2 */2 * 6", "1h", "UTC"),
+            "2026-06-01T12:00:00Z",
+            vec![
+                "2026-06-03T02:00:00Z",
+                "2026-06-05T02:00:00Z",
+                "2026-06-06T02:00:00Z",
+                "2026-06-07T02:00:00Z",
+                "2026-06-09T02:00:00Z",
+            ],
+        ),
+        (
+            "unrestricted day-of-month: Saturdays only",
+            recurring("0 2 * * 6", "1h", "UTC"),
+            "2026-06-01T12:00:00Z",
+            vec![
+                "2026-06-06T02:00:00Z",
+                "2026-06-13T02:00:00Z",
+                "2026-06-20T02:00:00Z",
+            ],
+        ),
+        (
+            "? is unrestricted: Saturdays only",
+            recurring("0 2 ? * 6", "1h", "UTC"),
+            "2026-06-01T12:00:00Z",
+            vec!["2026-06-06T02:00:00Z", "2026-06-13T02:00:00Z"],
+        ),
+        (
+            "*/1 is unrestricted: Saturdays only",
+            recurring("0 2 */1 * 6", "1h", "UTC"),
+            "2026-06-01T12:00:00Z",
+            vec!["2026-06-06T02:00:00Z", "2026-06-13T02:00:00Z"],
+        ),
+        (
+            "a list holding * is unrestricted: Saturdays only",
+            recurring("0 2 *,15 * 6", "1h", "UTC"),
+            "2026-06-01T12:00:00Z",
+            vec!["2026-06-06T02:00:00Z", "2026-06-13T02:00:00Z"],
+        ),
+        (
+            "unrestricted day-of-week: odd days only",
+            recurring("0 2 */2 * *", "1h", "UTC"),
+            "2026-06-01T12:00:00Z",
+            vec![
+                "2026-06-03T02:00:00Z",
+                "2026-06-05T02:00:00Z",
+                "2026-06-07T02:00:00Z",
+            ],
+        ),
+        (
+            "the 1st only",
+            recurring("0 2 1 * *", "1h", "UTC"),
+            "2026-06-01T12:00:00Z",
+            vec![
+                "2026-07-01T02:00:00Z",
+                "2026-08-01T02:00:00Z",
+                "2026-09-01T02:00:00Z",
+            ],
+        ),
+        (
+            "the 1st OR Mondays",
+            recurring("0 2 1 * 1", "1h", "UTC"),
+            "2026-06-20T12:00:00Z",
+            vec![
+                "2026-06-22T02:00:00Z",
+                "2026-06-29T02:00:00Z",
+                "2026-07-01T02:00:00Z",
+                "2026-07-06T02:00:00Z",
+            ],
+        ),
+        (
+            "day-of-month OR day-of-week",
             recurring("0 0 1 * 1", "1h", "UTC"),
             "2026-05-30T00:00:00Z",
             vec![

@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::maintenance::MaintenanceWindowSpec;
-use crate::names::WORKSPACE_LABEL;
+use crate::names::{KEY_DOMAIN, WORKSPACE_LABEL, is_lifeguard_key};
 use crate::schedule::{Occurrence, Recurring, Schedule};
 use crate::workspace::WorkspaceSpec;
 
@@ -122,11 +122,23 @@ fn parse_cron(text: &str, errors: &mut ValidationErrors) -> Option<croner::Cron>
         );
         return None;
     }
+    if text
+        .split_whitespace()
+        .nth(4)
+        .is_some_and(|dow| dow.starts_with('+'))
+    {
+        errors.push(
+            field,
+            format!("{text:?}: the '+' day-of-week modifier is not supported; day-of-month and day-of-week combine as in Kubernetes CronJob (see docs/schedule.md)"),
+        );
+        return None;
+    }
     let parser = CronParser::builder()
         .seconds(Seconds::Disallowed)
         .year(Year::Disallowed)
+        .dom_and_dow(false)
         .build();
-    match parser.parse(text) {
+    match parser.parse(&kubernetes_day_fields(text)) {
         Ok(cron) => Some(cron),
         Err(e) => {
             errors.push(
@@ -136,6 +148,34 @@ fn parse_cron(text: &str, errors: &mut ValidationErrors) -> Option<croner::Cron>
             None
         }
     }
+}
+
+/// Rewrites the day fields so croner combines them exactly as Kubernetes CronJob does.
+///
+/// CronJob (robfig/cron) treats a day field as unrestricted when it is `*` or `?`, also
+/// within a list (`*,15`) or with step 1 (`*/1`); any other field, `*/2` included, is
+/// restricted. When both day fields are restricted a day matching either one matches;
+/// otherwise a day must match both (so the unrestricted one drops out). croner calls a
+/// field unrestricted only when it is exactly `*` (after mapping `?` to `*`), so fields
+/// CronJob reads as unrestricted are rewritten to `*`: they match every day either way,
+/// only the combination rule changes.
+fn kubernetes_day_fields(text: &str) -> String {
+    let unrestricted = |field: &str| {
+        field
+            .split(',')
+            .any(|part| matches!(part, "*" | "?" | "*/1" | "?/1"))
+    };
+    text.split_whitespace()
+        .enumerate()
+        .map(|(i, field)| {
+            if (i == 2 || i == 4) && unrestricted(field) {
+                "*"
+            } else {
+                field
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn parse_zone(text: Option<&str>, errors: &mut ValidationErrors) -> Option<TimeZone> {
@@ -310,13 +350,20 @@ pub fn validate_workspace(name: &str, spec: &WorkspaceSpec) -> Result<(), Valida
                 );
             }
         }
-        if let Some(value) = meta.labels.as_ref().and_then(|l| l.get(WORKSPACE_LABEL))
-            && value != name
-        {
-            errors.push(
-                &format!("spec.podTemplate.metadata.labels[{WORKSPACE_LABEL}]"),
-                format!("is {value:?} but must be the Workspace's name {name:?} (or be left out)"),
-            );
+        // lifeguard's own keys on a pod are controller state the webhook trusts (the
+        // re-creation marker, the start number, the workspace label): a template may not
+        // forge them. The controller drops them too, for objects stored before this rule.
+        for (kind, keys) in [("labels", &meta.labels), ("annotations", &meta.annotations)] {
+            for key in keys
+                .iter()
+                .flat_map(|m| m.keys())
+                .filter(|k| is_lifeguard_key(k))
+            {
+                errors.push(
+                    &format!("spec.podTemplate.metadata.{kind}[{key}]"),
+                    format!("must not be set: keys under {KEY_DOMAIN}/ are set by the lifeguard controller only"),
+                );
+            }
         }
     }
     match &template.spec {

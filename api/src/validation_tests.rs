@@ -55,6 +55,11 @@ fn maintenance_window_errors_name_the_field_and_the_value() {
             vec!["spec.end", "not after start"],
         ),
         (
+            "the + (AND) day-of-week modifier",
+            json!({"schedule": "0 2 */2 * +6", "duration": "1h"}),
+            vec!["spec.schedule", "'+'", "Kubernetes CronJob"],
+        ),
+        (
             "time zone with one-off",
             json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z", "timeZone": "UTC"}),
             vec!["spec.timeZone", "schedule only"],
@@ -199,9 +204,30 @@ fn workspace_errors() {
             vec!["spec.podTemplate.metadata.name", "ws-<workspace>"],
         ),
         (
-            "wrong workspace label",
-            json!({"metadata": {"name": "a"}, "spec": {"podTemplate": {"metadata": {"labels": {"lifeguard.dev/workspace": "b"}}, "spec": {"containers": containers}}}}),
-            vec!["lifeguard.dev/workspace", "\"b\"", "\"a\""],
+            "workspace label in the template",
+            json!({"metadata": {"name": "a"}, "spec": {"podTemplate": {"metadata": {"labels": {"lifeguard.dev/workspace": "a"}}, "spec": {"containers": containers}}}}),
+            vec![
+                "spec.podTemplate.metadata.labels[lifeguard.dev/workspace]",
+                "set by the lifeguard controller only",
+            ],
+        ),
+        (
+            "re-creation marker in the template",
+            json!({"metadata": {"name": "a"}, "spec": {"podTemplate": {"metadata": {"annotations": {"lifeguard.dev/recreation": "1"}}, "spec": {"containers": containers}}}}),
+            vec![
+                "spec.podTemplate.metadata.annotations[lifeguard.dev/recreation]",
+                "must not be set",
+            ],
+        ),
+        (
+            "start number in the template",
+            json!({"metadata": {"name": "a"}, "spec": {"podTemplate": {"metadata": {"annotations": {"lifeguard.dev/start": "5"}}, "spec": {"containers": containers}}}}),
+            vec!["annotations[lifeguard.dev/start]"],
+        ),
+        (
+            "a subdomain of lifeguard.dev",
+            json!({"metadata": {"name": "a"}, "spec": {"podTemplate": {"metadata": {"labels": {"x.lifeguard.dev/y": "1"}}, "spec": {"containers": containers}}}}),
+            vec!["labels[x.lifeguard.dev/y]"],
         ),
         (
             "name too long",
@@ -224,7 +250,9 @@ fn workspace_errors() {
             assert!(message.contains(fact), "{what}: {message:?} lacks {fact:?}");
         }
     }
-    let good = json!({"metadata": {"name": "a"}, "spec": {"podTemplate": {"metadata": {"labels": {"lifeguard.dev/workspace": "a"}}, "spec": {"containers": containers}}}});
+    let good = json!({"metadata": {"name": "a"}, "spec": {"podTemplate": {"metadata": {
+        "labels": {"team": "blue", "notlifeguard.dev/x": "1"},
+        "annotations": {"example.com/lifeguard.dev": "1"}}, "spec": {"containers": containers}}}});
     assert_eq!(validate_workspace_object(&good), Ok(()));
 }
 

@@ -58,6 +58,17 @@ impl CompiledWindow {
         &self.schedule
     }
 
+    /// Whether the window narrows the namespaces it covers: only then do a namespace's
+    /// labels matter to it.
+    pub fn selects_namespaces(&self) -> bool {
+        !self.namespace_selector.selects_all()
+    }
+
+    /// Whether the window's `workspaceSelector` matches these Workspace labels.
+    pub fn covers_workspace(&self, workspace_labels: &BTreeMap<String, String>) -> bool {
+        self.workspace_selector.matches(workspace_labels)
+    }
+
     /// Whether the window applies to a workspace with these labels in a namespace with
     /// these labels. An empty selector covers everything.
     pub fn covers(

@@ -8,18 +8,31 @@ use kube::{Resource, ResourceExt};
 use lifeguard_api::Workspace;
 use lifeguard_api::names::{
     GENERATION_ANNOTATION, POD_FINALIZER, RECREATION_ANNOTATION, START_ANNOTATION, WORKSPACE_LABEL,
-    pod_name,
+    WORKSPACE_LABELS_ANNOTATION, is_lifeguard_key, pod_name,
 };
 
 /// The workspace's pod: its template plus our name, label, annotations, finalizer and an
 /// owner reference (so the garbage collector also removes it with the Workspace).
+///
+/// Keys under `lifeguard.dev/` in the template are dropped: on a pod they are controller
+/// state the webhook trusts (a template `lifeguard.dev/recreation` would make a first
+/// start pass an `allowRecreation` window). Validation refuses them too; this covers
+/// Workspaces stored before it did.
 pub fn build(ws: &Workspace, start: u32, recreation: Option<u32>) -> Pod {
     let template = &ws.spec.pod_template;
     let meta = template.metadata.clone().unwrap_or_default();
     let mut labels = meta.labels.unwrap_or_default();
+    labels.retain(|key, _| !is_lifeguard_key(key));
     labels.insert(WORKSPACE_LABEL.into(), ws.name_any());
     let mut annotations = meta.annotations.unwrap_or_default();
+    annotations.retain(|key, _| !is_lifeguard_key(key));
     annotations.insert(START_ANNOTATION.into(), start.to_string());
+    // The webhook matches workspaceSelectors for this pod against these, the same labels
+    // it matched when the Workspace was created. A string map always serialises.
+    annotations.insert(
+        WORKSPACE_LABELS_ANNOTATION.into(),
+        serde_json::to_string(ws.labels()).unwrap_or_else(|_| "{}".into()),
+    );
     if let Some(attempt) = recreation {
         annotations.insert(RECREATION_ANNOTATION.into(), attempt.to_string());
     }
@@ -147,6 +160,77 @@ mod tests {
                 .expect("a")
                 .contains_key(RECREATION_ANNOTATION)
                 .eq(&false)
+        );
+    }
+
+    #[test]
+    fn template_keys_under_lifeguard_dev_never_reach_the_pod() {
+        let ws: Workspace = serde_json::from_value(json!({
+            "apiVersion": "lifeguard.dev/v1alpha1", "kind": "Workspace",
+            "metadata": {"name": "alice", "namespace": "team", "uid": "ws-uid"},
+            "spec": {"podTemplate": {
+                "metadata": {
+                    "labels": {"team": "blue", "lifeguard.dev/workspace": "mallory",
+                               "x.lifeguard.dev/extra": "1"},
+                    "annotations": {"lifeguard.dev/recreation": "1", "lifeguard.dev/start": "9",
+                                    "example.com/lifeguard.dev": "kept", "note": "kept"}},
+                "spec": {"containers": [{"name": "ide", "image": "busybox"}]}}}
+        }))
+        .expect("workspace literal");
+        let pod = build(&ws, 1, None);
+        let labels = pod.metadata.labels.expect("labels");
+        let annotations = pod.metadata.annotations.expect("annotations");
+        assert_eq!(
+            labels.get(WORKSPACE_LABEL).map(String::as_str),
+            Some("alice"),
+            "the workspace label is the controller's, whatever the template says"
+        );
+        assert!(!labels.contains_key("x.lifeguard.dev/extra"), "{labels:?}");
+        assert_eq!(labels.get("team").map(String::as_str), Some("blue"));
+        assert!(
+            !annotations.contains_key(RECREATION_ANNOTATION),
+            "a first start must not carry the re-creation marker: {annotations:?}"
+        );
+        assert_eq!(
+            annotations.get(START_ANNOTATION).map(String::as_str),
+            Some("1")
+        );
+        assert_eq!(
+            annotations
+                .get("example.com/lifeguard.dev")
+                .map(String::as_str),
+            Some("kept")
+        );
+        assert_eq!(annotations.get("note").map(String::as_str), Some("kept"));
+    }
+
+    #[test]
+    fn pod_carries_the_workspace_labels_for_workspace_selectors() {
+        let ws: Workspace = serde_json::from_value(json!({
+            "apiVersion": "lifeguard.dev/v1alpha1", "kind": "Workspace",
+            "metadata": {"name": "alice", "namespace": "team", "labels": {"team": "red", "tier": "gpu"}},
+            "spec": {"podTemplate": {
+                "metadata": {"labels": {"team": "blue"}},
+                "spec": {"containers": [{"name": "ide", "image": "busybox"}]}}}
+        }))
+        .expect("workspace literal");
+        let pod = build(&ws, 1, None);
+        let annotations = pod.metadata.annotations.expect("annotations");
+        let carried: std::collections::BTreeMap<String, String> = serde_json::from_str(
+            annotations
+                .get(WORKSPACE_LABELS_ANNOTATION)
+                .expect("workspace labels annotation"),
+        )
+        .expect("a JSON string map");
+        assert_eq!(&carried, ws.labels());
+        assert_eq!(
+            pod.metadata
+                .labels
+                .expect("labels")
+                .get("team")
+                .map(String::as_str),
+            Some("blue"),
+            "the pod's own labels stay the template's"
         );
     }
 }

@@ -1,8 +1,10 @@
 //! In-memory caches the decisions read: MaintenanceWindows (compiled once per change) and
-//! namespace labels. Admission requests never call the API server.
+//! namespace labels. Admission requests call the API server only for a namespace the cache
+//! has not seen yet (just created), within `NAMESPACE_LOOKUP_TIMEOUT`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Namespace;
@@ -13,11 +15,18 @@ use kube::{Api, Client, ResourceExt};
 use lifeguard_api::MaintenanceWindow;
 use lifeguard_api::window::CompiledWindow;
 
+use crate::decision::NamespaceLabels;
 use crate::metrics::Metrics;
+
+/// How long a request waits for a namespace the cache misses. Well inside the webhook
+/// configuration's `timeoutSeconds: 5`, so the API server gets our answer, not a timeout.
+pub const NAMESPACE_LOOKUP_TIMEOUT: Duration = Duration::from_secs(2);
 
 pub struct Caches {
     windows: RwLock<Arc<Vec<CompiledWindow>>>,
     namespaces: Store<PartialObjectMeta<Namespace>>,
+    /// For namespace lookups on a cache miss; `None` in caches filled by hand.
+    client: Option<Client>,
     ready: AtomicBool,
 }
 
@@ -29,6 +38,7 @@ impl Caches {
         let caches = Arc::new(Self {
             windows: RwLock::new(Arc::new(Vec::new())),
             namespaces: namespace_reader.clone(),
+            client: Some(client.clone()),
             ready: AtomicBool::new(false),
         });
 
@@ -85,6 +95,7 @@ impl Caches {
         Arc::new(Self {
             windows: RwLock::new(Arc::new(windows)),
             namespaces,
+            client: None,
             ready: AtomicBool::new(true),
         })
     }
@@ -117,6 +128,43 @@ impl Caches {
 
     pub fn namespace(&self, name: &str) -> Option<Arc<PartialObjectMeta<Namespace>>> {
         self.namespaces.get(&ObjectRef::new(name))
+    }
+
+    /// The labels of `namespace` for a decision: from the cache, else from the API within
+    /// `NAMESPACE_LOOKUP_TIMEOUT`, else unknown with the reason. Cluster-scoped requests
+    /// (`None`) have no namespace labels.
+    pub async fn namespace_labels(&self, namespace: Option<&str>) -> NamespaceLabels {
+        let Some(name) = namespace else {
+            return NamespaceLabels::Known(Default::default());
+        };
+        if let Some(cached) = self.namespace(name) {
+            return NamespaceLabels::Known(cached.metadata.labels.clone().unwrap_or_default());
+        }
+        let unknown = |reason: String| NamespaceLabels::Unknown {
+            namespace: name.to_string(),
+            reason,
+        };
+        let Some(client) = &self.client else {
+            return unknown("the namespace is not in the cache".into());
+        };
+        let api = Api::<Namespace>::all(client.clone());
+        match tokio::time::timeout(NAMESPACE_LOOKUP_TIMEOUT, api.get_metadata_opt(name)).await {
+            Ok(Ok(Some(found))) => {
+                NamespaceLabels::Known(found.metadata.labels.unwrap_or_default())
+            }
+            Ok(Ok(None)) => unknown("the namespace does not exist".into()),
+            Ok(Err(error)) => {
+                tracing::warn!(namespace = name, %error, "namespace lookup failed");
+                unknown(format!("looking it up failed: {error}"))
+            }
+            Err(_) => {
+                tracing::warn!(namespace = name, "namespace lookup timed out");
+                unknown(format!(
+                    "no answer from the API server within {}s",
+                    NAMESPACE_LOOKUP_TIMEOUT.as_secs()
+                ))
+            }
+        }
     }
 
     pub fn is_ready(&self) -> bool {

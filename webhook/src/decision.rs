@@ -3,19 +3,32 @@
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
-use lifeguard_api::names::{GROUP, POD_FINALIZER, RECREATION_ANNOTATION, WORKSPACE_LABEL};
+use lifeguard_api::names::{
+    GROUP, POD_FINALIZER, RECREATION_ANNOTATION, START_ANNOTATION, WORKSPACE_LABEL,
+    WORKSPACE_LABELS_ANNOTATION,
+};
 use lifeguard_api::validation::{validate_maintenance_window_object, validate_workspace_object};
 use lifeguard_api::window::CompiledWindow;
 use serde_json::{Value, json};
 
 use crate::review::{AdmissionRequest, Operation, Outcome};
 
+/// What the handler learnt about the request's namespace before deciding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NamespaceLabels {
+    /// From the cache, or looked up in the API on a cache miss (empty for cluster-scoped
+    /// requests).
+    Known(BTreeMap<String, String>),
+    /// Neither the cache nor a bounded API lookup could tell; `reason` says why.
+    Unknown { namespace: String, reason: String },
+}
+
 /// Everything a validation decision may look at besides the request itself.
 pub struct Context<'a> {
     pub windows: &'a [CompiledWindow],
-    /// Labels of the request's namespace; `None` when the namespace is not (yet) cached,
-    /// in which case it counts as unlabelled.
-    pub namespace_labels: Option<&'a BTreeMap<String, String>>,
+    /// Labels of the request's namespace. A gate fails closed: while they are unknown, an
+    /// active window with a `namespaceSelector` is taken to cover the namespace.
+    pub namespace: &'a NamespaceLabels,
     pub now: Timestamp,
     /// Who may re-create rejected pods during an `allowRecreation` window; empty = anyone
     /// (restrict with RBAC on pods then).
@@ -104,14 +117,28 @@ fn metadata_only_or_deleting(request: &AdmissionRequest) -> bool {
 }
 
 /// A replacement for a rejected pod: made by the controller for an existing Workspace.
+///
+/// The webhook keeps no Workspace cache, so it cannot read the Workspace's status itself.
+/// It trusts markers only the controller can set, and only from status it owns: the
+/// attempt number (`lifeguard.dev/recreation`, from `status.podRecreated + 1`) and the
+/// start number (`lifeguard.dev/start`, from `status.podStarts + 1`). A re-creation
+/// replaces a pod that existed, so its start number is at least 2: a first start never
+/// counts, whatever annotations it carries. Template keys under `lifeguard.dev/` are
+/// refused by validation and dropped by the controller, so a Workspace author cannot set
+/// either marker; the requester must also be one of `--recreation-user`.
 fn is_recreation(request: &AdmissionRequest, ctx: &Context) -> bool {
     let Some(object) = &request.object else {
         return false;
     };
-    let annotated = object
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(RECREATION_ANNOTATION))
-        .is_some();
+    let number = |key: &str| {
+        object
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(key))
+            .and_then(Value::as_str)
+            .and_then(|v| v.parse::<u32>().ok())
+    };
+    let annotated = number(RECREATION_ANNOTATION).is_some_and(|attempt| attempt >= 1)
+        && number(START_ANNOTATION).is_some_and(|start| start >= 2);
     let owned_by_workspace = object
         .pointer("/metadata/ownerReferences")
         .and_then(Value::as_array)
@@ -128,16 +155,36 @@ fn is_recreation(request: &AdmissionRequest, ctx: &Context) -> bool {
     annotated && owned_by_workspace && trusted
 }
 
+/// The labels a `workspaceSelector` is matched against: the Workspace's own, on both
+/// paths. A workspace pod carries them in an annotation the controller writes (its own
+/// labels are the template's, which may differ); a pod without a readable annotation
+/// (made by an older controller) falls back to its own labels.
+fn workspace_labels(request: &AdmissionRequest) -> BTreeMap<String, String> {
+    let object = request.object.as_ref();
+    if request.kind == "Pod"
+        && let Some(carried) = object
+            .and_then(|o| o.pointer("/metadata/annotations"))
+            .and_then(|a| a.get(WORKSPACE_LABELS_ANNOTATION))
+            .and_then(Value::as_str)
+            .and_then(|text| serde_json::from_str::<BTreeMap<String, String>>(text).ok())
+    {
+        return carried;
+    }
+    labels(object)
+}
+
 /// Denies while a covering window is active; names the window that stays longest.
 fn gate(request: &AdmissionRequest, ctx: &Context, recreation: bool) -> Outcome {
-    let empty = BTreeMap::new();
-    let namespace_labels = ctx.namespace_labels.unwrap_or(&empty);
-    let workspace_labels = labels(request.object.as_ref());
+    let workspace_labels = workspace_labels(request);
+    let covers = |w: &CompiledWindow| match ctx.namespace {
+        NamespaceLabels::Known(labels) => w.covers(labels, &workspace_labels),
+        NamespaceLabels::Unknown { .. } => w.covers_workspace(&workspace_labels),
+    };
     let blocking = ctx
         .windows
         .iter()
         .filter(|w| !(recreation && w.allow_recreation))
-        .filter(|w| w.covers(namespace_labels, &workspace_labels))
+        .filter(|w| covers(w))
         .filter_map(|w| w.active_at(ctx.now).map(|occurrence| (w, occurrence)))
         .max_by_key(|(_, occurrence)| occurrence.end);
     let Some((window, occurrence)) = blocking else {
@@ -155,6 +202,13 @@ fn gate(request: &AdmissionRequest, ctx: &Context, recreation: bool) -> Outcome 
     if let Some(text) = &window.message {
         message.push_str(": ");
         message.push_str(text);
+    }
+    if let NamespaceLabels::Unknown { namespace, reason } = ctx.namespace
+        && window.selects_namespaces()
+    {
+        message.push_str(&format!(
+            " (the labels of namespace {namespace:?} could not be read: {reason}; the window's namespaceSelector is assumed to match until they can)"
+        ));
     }
     Outcome::Deny {
         code: 403,
@@ -194,6 +248,9 @@ pub fn mutate(request: &AdmissionRequest) -> Outcome {
     }
 }
 
+#[cfg(test)]
+#[path = "decision_tests.rs"]
+mod tests;
 #[cfg(test)]
 #[path = "decision_update_tests.rs"]
 mod update_tests;

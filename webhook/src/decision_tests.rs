@@ -7,7 +7,7 @@ use lifeguard_api::MaintenanceWindow;
 use lifeguard_api::window::CompiledWindow;
 use serde_json::{Value, json};
 
-use crate::decision::{Context, mutate, validate};
+use crate::decision::{Context, NamespaceLabels, mutate, validate};
 use crate::review::{AdmissionRequest, Operation, Outcome};
 
 const NOW: &str = "2026-12-01T22:30:00Z";
@@ -87,7 +87,12 @@ fn verdict(outcome: &Outcome) -> Expect {
 #[test]
 fn validation_decisions() {
     let ws_label = json!({"lifeguard.dev/workspace": "alice"});
-    let recreation = json!({"lifeguard.dev/recreation": "1"});
+    let recreation = json!({"lifeguard.dev/recreation": "1", "lifeguard.dev/start": "2"});
+    // What a pod built from a template carrying the marker looked like before the
+    // controller dropped template keys: the marker on the workspace's first start.
+    let forged_first_start = json!({"lifeguard.dev/recreation": "1", "lifeguard.dev/start": "1"});
+    let no_start = json!({"lifeguard.dev/recreation": "1"});
+    let bad_attempt = json!({"lifeguard.dev/recreation": "yes", "lifeguard.dev/start": "3"});
     let active = vec![upgrade_window()];
     let recreation_ok = vec![window(
         "upgrade",
@@ -268,6 +273,27 @@ fn validation_decisions() {
             Expect::DenyMaintenance,
         ),
         (
+            "recreation marker on a first start, by the trusted user",
+            pod(&ws_label, &forged_first_start, owner()),
+            &recreation_ok,
+            &this_user,
+            Expect::DenyMaintenance,
+        ),
+        (
+            "recreation marker without a start number",
+            pod(&ws_label, &no_start, owner()),
+            &recreation_ok,
+            &this_user,
+            Expect::DenyMaintenance,
+        ),
+        (
+            "recreation marker that is not an attempt number",
+            pod(&ws_label, &bad_attempt, owner()),
+            &recreation_ok,
+            &this_user,
+            Expect::DenyMaintenance,
+        ),
+        (
             "recreation without owner",
             pod(&ws_label, &recreation, json!([])),
             &recreation_ok,
@@ -332,11 +358,11 @@ fn validation_decisions() {
             Expect::Allow,
         ),
     ];
-    let labels = BTreeMap::from([("env".to_string(), "dev".to_string())]);
+    let labels = NamespaceLabels::Known(BTreeMap::from([("env".to_string(), "dev".to_string())]));
     for (name, request, windows, users, expected) in cases {
         let context = Context {
             windows,
-            namespace_labels: Some(&labels),
+            namespace: &labels,
             now: NOW.parse::<Timestamp>().expect("time"),
             recreation_users: users,
         };
@@ -349,7 +375,7 @@ fn denial_names_the_window_its_message_and_its_end() {
     let windows = vec![upgrade_window()];
     let context = Context {
         windows: &windows,
-        namespace_labels: None,
+        namespace: &NamespaceLabels::Known(BTreeMap::new()),
         now: NOW.parse::<Timestamp>().expect("time"),
         recreation_users: &[],
     };
@@ -374,7 +400,7 @@ fn denial_names_the_window_its_message_and_its_end() {
 fn invalid_objects_are_denied_with_the_reason() {
     let context = Context {
         windows: &[],
-        namespace_labels: None,
+        namespace: &NamespaceLabels::Known(BTreeMap::new()),
         now: NOW.parse::<Timestamp>().expect("time"),
         recreation_users: &[],
     };
@@ -468,5 +494,191 @@ fn finalizer_stamping() {
     ];
     for (name, request, expected) in cases {
         assert_eq!(mutate(&request), expected, "{name}");
+    }
+}
+
+#[test]
+fn workspace_selector_sees_the_workspace_labels_on_both_paths() {
+    let windows = vec![window(
+        "gpu-drain",
+        json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z",
+               "workspaceSelector": {"matchLabels": {"team": "red"}}}),
+    )];
+    let red_workspace = {
+        let mut ws = workspace("alice");
+        ws["metadata"]["labels"] = json!({"team": "red"});
+        ws
+    };
+    let pod_of = |workspace_labels: &str, pod_labels: Value| {
+        let mut labels = pod_labels;
+        labels["lifeguard.dev/workspace"] = json!("alice");
+        request(
+            "",
+            "Pod",
+            Operation::Create,
+            workspace_pod(
+                labels,
+                json!({"lifeguard.dev/start": "1", "lifeguard.dev/workspace-labels": workspace_labels}),
+                owner(),
+            ),
+        )
+    };
+    let cases: Vec<(&str, AdmissionRequest, Expect)> = vec![
+        (
+            "red Workspace",
+            request(
+                "lifeguard.dev",
+                "Workspace",
+                Operation::Create,
+                red_workspace,
+            ),
+            Expect::DenyMaintenance,
+        ),
+        (
+            "its pod, whose template has no team label",
+            pod_of(r#"{"team":"red"}"#, json!({})),
+            Expect::DenyMaintenance,
+        ),
+        (
+            "blue Workspace",
+            request(
+                "lifeguard.dev",
+                "Workspace",
+                Operation::Create,
+                workspace("alice"),
+            ),
+            Expect::Allow,
+        ),
+        (
+            "its pod, whose template says team=red",
+            pod_of(r#"{"team":"blue"}"#, json!({"team": "red"})),
+            Expect::Allow,
+        ),
+        (
+            "pod of an older controller (no annotation): its own labels",
+            request(
+                "",
+                "Pod",
+                Operation::Create,
+                workspace_pod(
+                    json!({"lifeguard.dev/workspace": "alice", "team": "red"}),
+                    json!({}),
+                    owner(),
+                ),
+            ),
+            Expect::DenyMaintenance,
+        ),
+    ];
+    for (name, request, expected) in cases {
+        let context = Context {
+            windows: &windows,
+            namespace: &NamespaceLabels::Known(BTreeMap::new()),
+            now: NOW.parse::<Timestamp>().expect("time"),
+            recreation_users: &[],
+        };
+        assert_eq!(verdict(&validate(&request, &context)), expected, "{name}");
+    }
+}
+
+/// (what, windows, namespace, verdict, facts the denial must carry)
+type NamespaceCase<'a> = (
+    &'a str,
+    Vec<CompiledWindow>,
+    &'a NamespaceLabels,
+    Expect,
+    Vec<&'a str>,
+);
+
+#[test]
+fn unknown_namespace_labels_fail_closed_for_namespace_selectors() {
+    let prod_only = window(
+        "prod-upgrade",
+        json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z",
+               "namespaceSelector": {"matchLabels": {"env": "prod"}}}),
+    );
+    let everywhere = upgrade_window();
+    let later = window(
+        "later",
+        json!({"start": "2026-12-02T22:00:00Z", "end": "2026-12-02T23:00:00Z",
+               "namespaceSelector": {"matchLabels": {"env": "prod"}}}),
+    );
+    let unknown = NamespaceLabels::Unknown {
+        namespace: "team-a".into(),
+        reason: "no answer from the API server within 2s".into(),
+    };
+    let prod = NamespaceLabels::Known(BTreeMap::from([("env".into(), "prod".into())]));
+    let dev = NamespaceLabels::Known(BTreeMap::from([("env".into(), "dev".into())]));
+    let unlabelled = NamespaceLabels::Known(BTreeMap::new());
+    let ws = || {
+        request(
+            "lifeguard.dev",
+            "Workspace",
+            Operation::Create,
+            workspace("alice"),
+        )
+    };
+    let cases: Vec<NamespaceCase> = vec![
+        (
+            "namespace selector, labels unknown: denied, saying why",
+            vec![prod_only.clone()],
+            &unknown,
+            Expect::DenyMaintenance,
+            vec![
+                "prod-upgrade",
+                "\"team-a\"",
+                "could not be read",
+                "within 2s",
+            ],
+        ),
+        (
+            "namespace selector, labels known to match",
+            vec![prod_only.clone()],
+            &prod,
+            Expect::DenyMaintenance,
+            vec!["prod-upgrade"],
+        ),
+        (
+            "namespace selector, labels known not to match",
+            vec![prod_only.clone()],
+            &dev,
+            Expect::Allow,
+            vec![],
+        ),
+        (
+            "namespace selector, namespace known to be unlabelled",
+            vec![prod_only],
+            &unlabelled,
+            Expect::Allow,
+            vec![],
+        ),
+        (
+            "no namespace selector, labels unknown: as always",
+            vec![everywhere.clone()],
+            &unknown,
+            Expect::DenyMaintenance,
+            vec!["upgrade"],
+        ),
+        (
+            "labels unknown, but no window active",
+            vec![later],
+            &unknown,
+            Expect::Allow,
+            vec![],
+        ),
+    ];
+    for (what, windows, namespace, expected, facts) in cases {
+        let context = Context {
+            windows: &windows,
+            namespace,
+            now: NOW.parse::<Timestamp>().expect("time"),
+            recreation_users: &[],
+        };
+        let outcome = validate(&ws(), &context);
+        assert_eq!(verdict(&outcome), expected, "{what}");
+        if let Outcome::Deny { message, .. } = &outcome {
+            for fact in facts {
+                assert!(message.contains(fact), "{what}: {message:?} lacks {fact:?}");
+            }
+        }
     }
 }

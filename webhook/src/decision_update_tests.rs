@@ -5,7 +5,7 @@
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
-use crate::decision::{Context, validate};
+use crate::decision::{Context, NamespaceLabels, validate};
 use crate::review::{self, Outcome};
 
 /// Rejected by validation: a Workspace needs at least one container.
@@ -38,9 +38,10 @@ fn review(kind: &str, operation: &str, object: Value, old: Option<Value>) -> Vec
 
 fn decide(body: &[u8]) -> Outcome {
     let request = review::parse(body).expect("a well-formed review");
+    let namespace = NamespaceLabels::Known(Default::default());
     let context = Context {
         windows: &[],
-        namespace_labels: None,
+        namespace: &namespace,
         now: Timestamp::UNIX_EPOCH,
         recreation_users: &[],
     };

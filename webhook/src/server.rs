@@ -118,7 +118,7 @@ async fn receive(admission: &Admission, webhook: Webhook, request: Request) -> R
     metrics
         .body_bytes_in_flight
         .set(admission.budget.in_flight() as i64);
-    let response = admit(&admission.state, webhook, &body.bytes);
+    let response = admit(&admission.state, webhook, &body.bytes).await;
     drop(body);
     metrics
         .body_bytes_in_flight
@@ -131,7 +131,7 @@ fn json_error(status: StatusCode, message: &str) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-fn admit(state: &AppState, webhook: Webhook, body: &[u8]) -> Response {
+async fn admit(state: &AppState, webhook: Webhook, body: &[u8]) -> Response {
     let started = Instant::now();
     let request = match review::parse(body) {
         Ok(request) => request,
@@ -145,7 +145,7 @@ fn admit(state: &AppState, webhook: Webhook, body: &[u8]) -> Response {
             return json_error(StatusCode::BAD_REQUEST, &error.to_string());
         }
     };
-    let outcome = decide(state, webhook, &request);
+    let outcome = decide(state, webhook, &request).await;
     let body = review::response(&request.uid, &outcome).to_string();
     state
         .metrics
@@ -171,18 +171,19 @@ fn admit(state: &AppState, webhook: Webhook, body: &[u8]) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-fn decide(state: &AppState, webhook: Webhook, request: &AdmissionRequest) -> Outcome {
+async fn decide(state: &AppState, webhook: Webhook, request: &AdmissionRequest) -> Outcome {
     match webhook {
         Webhook::Mutate => decision::mutate(request),
         Webhook::Validate => {
+            // Resolved before reading the windows, so a slow lookup decides on fresh ones.
+            let namespace = state
+                .caches
+                .namespace_labels(request.namespace.as_deref())
+                .await;
             let windows = state.caches.windows();
-            let namespace = request
-                .namespace
-                .as_deref()
-                .and_then(|ns| state.caches.namespace(ns));
             let context = Context {
                 windows: &windows,
-                namespace_labels: namespace.as_ref().and_then(|n| n.metadata.labels.as_ref()),
+                namespace: &namespace,
                 now: Timestamp::now(),
                 recreation_users: &state.recreation_users,
             };

@@ -2,7 +2,7 @@
 //! well-formed review gets a response for its own uid.
 
 use jiff::Timestamp;
-use lifeguard_webhook::decision::{Context, mutate, validate};
+use lifeguard_webhook::decision::{Context, NamespaceLabels, mutate, validate};
 use lifeguard_webhook::review::{self, Outcome};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -51,7 +51,7 @@ fn decide_all(body: &[u8]) {
     if let Ok(request) = review::parse(body) {
         let context = Context {
             windows: &[],
-            namespace_labels: None,
+            namespace: &NamespaceLabels::Known(Default::default()),
             now: Timestamp::now(),
             recreation_users: &[],
         };

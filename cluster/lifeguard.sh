@@ -12,7 +12,16 @@ LG_INSTALL_DIR="$LG_STATE/install"
 prober_storage() {
   local img="$LG_STATE/workspace-storage.img"
   mkdir -p "$LG_PROBER_STORAGE"
-  if ! mountpoint -q "$LG_PROBER_STORAGE"; then
+  # The prober mounts the storage with HostToContainer propagation, so that it sees a disk
+  # mounted after it started; containerd allows that only on a shared (or slave) mount. The
+  # directory is bind-mounted onto itself and made shared, and the disk mounted inside it.
+  if ! findmnt -rn -o TARGET "$LG_PROBER_STORAGE" | grep -qx "$LG_PROBER_STORAGE"; then
+    mount --bind "$LG_PROBER_STORAGE" "$LG_PROBER_STORAGE" >>"$LG_LOGS/prober-storage.log" 2>&1 ||
+      die "bind-mounting the workspace storage directory failed" "$LG_LOGS/prober-storage.log"
+  fi
+  mount --make-rshared "$LG_PROBER_STORAGE" >>"$LG_LOGS/prober-storage.log" 2>&1 ||
+    die "making the workspace storage mount shared failed" "$LG_LOGS/prober-storage.log"
+  if ! findmnt -rn -o SOURCE --mountpoint "$LG_PROBER_STORAGE" | grep -q '^/dev/loop'; then
     if [ ! -s "$img" ]; then
       { truncate -s 64M "$img" && mkfs.ext4 -q -F "$img"; } >>"$LG_LOGS/prober-storage.log" 2>&1 ||
         die "creating the workspace storage image failed" "$LG_LOGS/prober-storage.log"
@@ -93,28 +102,6 @@ all_nodes_probed_healthy() {
   for s in $statuses; do [ "$s" = True ] || return 1; done
 }
 
-# INTERIM until the webhook manages its own certificate.
-interim_webhook_secret() {
-  local dir="$LG_STATE/webhook-tls"
-  [ -s "$dir/tls.crt" ] || certs/webhook-cert issue "$dir" >/dev/null
-  kubectl apply -f manifests/namespace/namespace.yaml >>"$LG_LOGS/kubectl.log" 2>&1
-  kubectl -n "$LG_NAMESPACE" create secret generic lifeguard-webhook-tls --from-file=tls.crt="$dir/tls.crt" \
-    --from-file=tls.key="$dir/tls.key" --from-file=ca.crt="$dir/ca.crt" --dry-run=client -o yaml |
-    kubectl apply -f - >>"$LG_LOGS/kubectl.log" 2>&1 || die "creating the webhook Secret failed" "$LG_LOGS/kubectl.log"
-}
-interim_webhook_ca_bundle() {
-  local bundle c i
-  bundle=$(certs/webhook-cert ca-bundle "$LG_STATE/webhook-tls")
-  for c in validatingwebhookconfiguration/lifeguard-validate mutatingwebhookconfiguration/lifeguard-mutate; do
-    local n
-    n=$(kubectl get "$c" -o jsonpath='{range .webhooks[*]}x{end}')
-    for ((i = 0; i < ${#n}; i++)); do
-      kubectl patch "$c" --type json -p "[{\"op\":\"add\",\"path\":\"/webhooks/$i/clientConfig/caBundle\",\"value\":\"$bundle\"}]" \
-        >>"$LG_LOGS/kubectl.log" 2>&1 || die "patching the caBundle of $c failed" "$LG_LOGS/kubectl.log"
-    done
-  done
-}
-
 install_lifeguard() {
   apt_install e2fsprogs util-linux mount
   prober_storage
@@ -124,7 +111,6 @@ install_lifeguard() {
   # the webhooks' exclusion of kube-system needs lifeguard's own opt-out label there.
   kubectl label namespace kube-system lifeguard.dev/admission=disabled --overwrite >>"$LG_LOGS/kubectl.log" 2>&1 ||
     die "labelling kube-system failed" "$LG_LOGS/kubectl.log"
-  interim_webhook_secret
   step "kubectl apply -k (manifests/local over manifests/install)"
   kubectl apply -k "$LG_INSTALL_DIR" >>"$LG_LOGS/kubectl.log" 2>&1 || die "kubectl apply -k failed" "$LG_LOGS/kubectl.log"
   kubectl wait --for condition=established --timeout=60s crd/workspaces.lifeguard.dev crd/maintenancewindows.lifeguard.dev \
@@ -136,7 +122,6 @@ install_lifeguard() {
     kubectl -n "$LG_NAMESPACE" delete pods -l app.kubernetes.io/name=lifeguard-workspace-node \
       --ignore-not-found --wait=false >>"$LG_LOGS/kubectl.log" 2>&1 || true
   fi
-  interim_webhook_ca_bundle
   step "wait for the webhook (2), the controller (2) and the prober DaemonSet"
   local w
   for w in deploy/lifeguard-webhook deploy/lifeguard-controller ds/lifeguard-workspace-node; do

@@ -123,10 +123,7 @@ fn allowed_locally(kind: &str, path: &str) -> bool {
             container_field("image")
                 || container_field("imagePullPolicy")
                 || container_field("args")
-                // INTERIM until the webhook manages its own certificate (file mode).
-                || container_field("env")
-                || container_field("volumeMounts")
-                || path.starts_with("/spec/template/spec/volumes")
+                || path.starts_with("/spec/template/spec/volumes/0/hostPath")
                 || path.starts_with("/spec/template/spec/nodeSelector")
         }
         _ => false,

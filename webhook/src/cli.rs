@@ -117,6 +117,12 @@ pub struct Config {
     /// A connection that moves no bytes for this long is closed gracefully.
     #[arg(long, env = "LIFEGUARD_WEBHOOK_IDLE_TIMEOUT", default_value = "60s", value_parser = parse_interval)]
     pub idle_timeout: Duration,
+    /// After SIGTERM, keep serving this long before closing connections: a deleted pod
+    /// leaves the Service's endpoints within a moment, but until kube-proxy (or the API
+    /// server's own connection pool) has noticed, new calls still arrive here, and with
+    /// `failurePolicy: Fail` a refused connection is a refused admission.
+    #[arg(long, env = "LIFEGUARD_WEBHOOK_SHUTDOWN_DELAY", default_value = "5s", value_parser = parse_interval)]
+    pub shutdown_delay: Duration,
 }
 
 #[cfg(test)]
@@ -130,6 +136,7 @@ mod tests {
         assert_eq!(config.metrics_listen.port(), 8080);
         assert!(config.recreation_users.is_empty());
         assert_eq!(config.cert_poll_interval, Duration::from_secs(10));
+        assert_eq!(config.shutdown_delay, Duration::from_secs(5));
         assert!(!config.manage_certificate, "file mode unless asked");
         assert_eq!(config.tls_secret, "lifeguard-webhook-tls");
         assert_eq!(config.service_name, "lifeguard-webhook");

@@ -101,10 +101,21 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         app,
         ConnLimits::from_config(&config),
         metrics,
-        lifeguard_api::process::shutdown_signal(),
+        serve_until_stopped(config.shutdown_delay),
         Duration::from_secs(20),
     )
     .await;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Resolves `delay` after SIGTERM/SIGINT: the replica keeps answering while the Service's
+/// endpoints and kube-proxy drop it, then stops accepting and drains (`conn::serve_tls`).
+async fn serve_until_stopped(delay: Duration) {
+    lifeguard_api::process::shutdown_signal().await;
+    tracing::info!(
+        delay_seconds = delay.as_secs_f64(),
+        "stopping: serving on until endpoints no longer route here"
+    );
+    tokio::time::sleep(delay).await;
 }

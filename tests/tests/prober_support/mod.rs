@@ -16,6 +16,8 @@ use serde_json::Value;
 
 pub const STORAGE: &str = "/var/lib/lifeguard-cluster/workspace-storage";
 pub const NAMESPACE: &str = "lifeguard-system";
+/// Where the prober creates its throwaway pods (its `--probe-namespace` default).
+pub const PROBE_NAMESPACE: &str = "lifeguard-probes";
 pub const DAEMONSET_SELECTOR: &str = "app.kubernetes.io/name=lifeguard-workspace-node";
 pub const CONDITION: &str = "LifeguardProbesHealthy";
 pub const TAINT: &str = "lifeguard.dev/unhealthy";
@@ -327,7 +329,7 @@ pub fn probe_pods_selector() -> &'static str {
 }
 
 pub async fn probe_pods(client: &Client) -> anyhow::Result<Vec<String>> {
-    let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), PROBE_NAMESPACE);
     Ok(pods
         .list(&ListParams::default().labels(probe_pods_selector()))
         .await?

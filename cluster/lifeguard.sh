@@ -57,7 +57,8 @@ write_install_kustomization() {
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
-  - $(pwd)/manifests/local
+  # kustomize takes only relative paths to other kustomizations.
+  - $(realpath --relative-to="$LG_INSTALL_DIR" "$(pwd)/manifests/local")
 images:
   - {name: lifeguard.local/lifeguard-webhook, newTag: "${LG_IMAGE_WEBHOOK##*:}"}
   - {name: lifeguard.local/lifeguard-controller, newTag: "${LG_IMAGE_CONTROLLER##*:}"}

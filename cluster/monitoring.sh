@@ -6,24 +6,44 @@ LG_PROMETHEUS_DIR="$LG_STATE/prometheus"
 # Short, so the end-to-end tests see counters move within seconds.
 LG_PROMETHEUS_INTERVAL=${LG_PROMETHEUS_INTERVAL:-2s}
 
-# One scrape job per component, its targets discovered from the API server (pods in
-# lifeguard-system, by the app.kubernetes.io/name label), so every replica and every
-# node's prober is scraped on its pod IP, as a ServiceMonitor would in a cluster.
-# scrape_job JOB APP PORT
+# One scrape job per component; its targets are lifeguard's pods (every replica and every
+# node's prober, on their pod IPs, as a ServiceMonitor would give them). Debian's
+# Prometheus is built without Kubernetes discovery, so a small loop on this machine
+# (lifeguard-prometheus-targets) writes the pods it lists into file_sd files.
+# scrape_job JOB
 scrape_job() {
   cat <<YAML
   - job_name: $1
-    kubernetes_sd_configs:
-      - role: pod
-        kubeconfig_file: $LG_KUBECONFIG
-        namespaces: {names: [lifeguard-system]}
-    relabel_configs:
-      - {source_labels: [__meta_kubernetes_pod_label_app_kubernetes_io_name], regex: $2, action: keep}
-      - {source_labels: [__meta_kubernetes_pod_phase], regex: Running, action: keep}
-      - {source_labels: [__meta_kubernetes_pod_ip], regex: '(.+)', replacement: '\${1}:$3', target_label: __address__}
-      - {source_labels: [__meta_kubernetes_pod_name], target_label: pod}
-      - {source_labels: [__meta_kubernetes_pod_node_name], target_label: node}
+    file_sd_configs:
+      - files: ["$LG_PROMETHEUS_DIR/targets/$1.json"]
+        refresh_interval: 2s
 YAML
+}
+
+# write_targets JOB APP PORT: the Running pods of APP as a file_sd target list.
+write_targets() {
+  local job=$1 app=$2 port=$3 out="$LG_PROMETHEUS_DIR/targets/$1.json" lines sep="" ip node pod
+  lines=$(kubectl --kubeconfig "$LG_KUBECONFIG" -n lifeguard-system get pods -l "app.kubernetes.io/name=$app" \
+    --field-selector=status.phase=Running \
+    -o jsonpath='{range .items[*]}{.status.podIP} {.spec.nodeName} {.metadata.name}{"\n"}{end}' 2>/dev/null) || return 0
+  {
+    printf '['
+    while read -r ip node pod; do
+      [ -n "$ip" ] || continue
+      printf '%s{"targets": ["%s:%s"], "labels": {"node": "%s", "pod": "%s"}}' "$sep" "$ip" "$port" "$node" "$pod"
+      sep=,
+    done <<<"$lines"
+    printf ']\n'
+  } >"$out.tmp" && mv "$out.tmp" "$out"
+}
+
+refresh_targets_forever() {
+  while true; do
+    write_targets lifeguard-webhook lifeguard-webhook 8080
+    write_targets lifeguard-controller lifeguard-controller 8080
+    write_targets lifeguard-prober lifeguard-workspace-node 8089
+    sleep 2
+  done
 }
 
 prometheus_config() {
@@ -40,9 +60,9 @@ rule_files:
 scrape_configs:
   # The job names the alert rules use (the ServiceMonitors give the same ones in a cluster).
 YAML
-  scrape_job lifeguard-webhook lifeguard-webhook 8080
-  scrape_job lifeguard-controller lifeguard-controller 8080
-  scrape_job lifeguard-prober lifeguard-workspace-node 8089
+  scrape_job lifeguard-webhook
+  scrape_job lifeguard-controller
+  scrape_job lifeguard-prober
   cat <<YAML
   - job_name: prometheus
     static_configs: [{targets: ["$LG_PROMETHEUS_ADDR"]}]
@@ -58,8 +78,10 @@ start_prometheus() {
   if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet prometheus 2>/dev/null; then
     systemctl disable --now prometheus >>"$LG_LOGS/lifeguard-prometheus.log" 2>&1 || true
   fi
-  mkdir -p "$LG_PROMETHEUS_DIR/data"
+  mkdir -p "$LG_PROMETHEUS_DIR/data" "$LG_PROMETHEUS_DIR/targets"
   prometheus_config >"$LG_PROMETHEUS_DIR/prometheus.yml"
+  stop_process lifeguard-prometheus-targets
+  start lifeguard-prometheus-targets bash -c "$(declare -f write_targets refresh_targets_forever); LG_KUBECONFIG='$LG_KUBECONFIG' LG_PROMETHEUS_DIR='$LG_PROMETHEUS_DIR' refresh_targets_forever"
   promtool check config "$LG_PROMETHEUS_DIR/prometheus.yml" >>"$LG_LOGS/lifeguard-prometheus.log" 2>&1 ||
     die "the Prometheus configuration is invalid" "$LG_LOGS/lifeguard-prometheus.log"
   # Named lifeguard-* so that 'lifeguard-cluster down' stops it with lifeguard.

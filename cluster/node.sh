@@ -19,6 +19,8 @@ state = "$LG_RUN/containerd/state"
     bin_dir = "/usr/lib/cni"
     conf_dir = "$LG_STATE/cni/net.d"
 CFG
+  # The default route (via the bridge, isGateway) takes pods to Service IPs and to the
+  # node address, where kube-proxy's rules and the API server are.
   cat >"$LG_STATE/cni/net.d/10-lifeguard.conflist" <<CNI
 {
   "cniVersion": "0.4.0",
@@ -26,7 +28,7 @@ CFG
   "plugins": [
     {"type": "bridge", "bridge": "lg-cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
      "ipam": {"type": "host-local", "ranges": [[{"subnet": "$LG_POD_CIDR"}]],
-              "dataDir": "$LG_STATE/cni/ipam"}},
+              "routes": [{"dst": "0.0.0.0/0"}], "dataDir": "$LG_STATE/cni/ipam"}},
     {"type": "loopback"}
   ]
 }

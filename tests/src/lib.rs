@@ -3,12 +3,14 @@
 //! The cluster comes from `KUBECONFIG`, or else from the local cluster that
 //! `cluster/lifeguard-cluster up` writes. Tests fail, never skip, when it is unreachable.
 
+mod admissions;
 mod cluster;
 mod components;
 mod namespace;
 mod rejector;
 mod wait;
 
+pub use admissions::Admissions;
 pub use cluster::{BUSYBOX_IMAGE, LOCAL_KUBECONFIG, apply_crds, client, node_name};
 pub use components::{
     CONTROLLER_LEASE, Component, LIFEGUARD_NAMESPACE, arg_value, controller_leader,

@@ -103,8 +103,9 @@ pub struct WorkspaceStatus {
 pub struct PodCreateError {
     /// HTTP status code of the refusal (403 for quotas and admission denials).
     pub code: u16,
-    /// The API's machine-readable reason, e.g. `Forbidden`, `Invalid`.
-    #[serde(default)]
+    /// The API's machine-readable reason, e.g. `Forbidden`, `Invalid` (empty when it gave
+    /// none). Required, not defaulted: Kubernetes 1.20 rejects a `default` inside a
+    /// nullable object of a CRD schema.
     pub reason: String,
     pub message: String,
     /// Refusals in a row, of any kind; the retry backoff grows with it.

@@ -33,7 +33,11 @@ impl Admissions {
                 tokio::spawn(async move { send(client, ns, sender, stop, admitted).await })
             })
             .collect();
-        Self { stop, admitted, senders }
+        Self {
+            stop,
+            admitted,
+            senders,
+        }
     }
 
     /// Stops the senders; (admissions made, every failure seen).

@@ -23,7 +23,9 @@ const SECRET: &str = "lifeguard-webhook-tls";
 const RENEW_ANNOTATION: &str = "lifeguard.dev/renew";
 
 fn pem_count(pem: &[u8]) -> usize {
-    String::from_utf8_lossy(pem).matches("-----BEGIN CERTIFICATE-----").count()
+    String::from_utf8_lossy(pem)
+        .matches("-----BEGIN CERTIFICATE-----")
+        .count()
 }
 
 async fn secret(client: &Client) -> anyhow::Result<Secret> {
@@ -45,10 +47,20 @@ async fn published_bundles(client: &Client) -> anyhow::Result<Vec<Vec<u8>>> {
     let validating: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
     let mutating: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
     let mut bundles = Vec::new();
-    for w in validating.get("lifeguard-validate").await?.webhooks.unwrap_or_default() {
+    for w in validating
+        .get("lifeguard-validate")
+        .await?
+        .webhooks
+        .unwrap_or_default()
+    {
         bundles.push(w.client_config.ca_bundle.map(|b| b.0).unwrap_or_default());
     }
-    for w in mutating.get("lifeguard-mutate").await?.webhooks.unwrap_or_default() {
+    for w in mutating
+        .get("lifeguard-mutate")
+        .await?
+        .webhooks
+        .unwrap_or_default()
+    {
         bundles.push(w.client_config.ca_bundle.map(|b| b.0).unwrap_or_default());
     }
     Ok(bundles)
@@ -140,35 +152,55 @@ async fn rotate(client: &Client) -> anyhow::Result<()> {
 
     request_renewal(client, "certificate").await?;
     let leaf_before = &leaf_before;
-    poll_until("a new serving certificate from the same CA", Duration::from_secs(60), || async move {
-        let s = secret(client).await?;
-        let done = !s.annotations().contains_key(RENEW_ANNOTATION) && key(&s, "tls.crt") != *leaf_before;
-        Ok(done.then_some(()))
-    })
+    poll_until(
+        "a new serving certificate from the same CA",
+        Duration::from_secs(60),
+        || async move {
+            let s = secret(client).await?;
+            let done = !s.annotations().contains_key(RENEW_ANNOTATION)
+                && key(&s, "tls.crt") != *leaf_before;
+            Ok(done.then_some(()))
+        },
+    )
     .await?;
-    ensure!(key(&secret(client).await?, "ca.crt") == ca_before, "a leaf renewal keeps the CA");
+    ensure!(
+        key(&secret(client).await?, "ca.crt") == ca_before,
+        "a leaf renewal keeps the CA"
+    );
     let serial_before = &serial_before;
-    poll_until("new connections get the new certificate", Duration::from_secs(30), || async move {
-        Ok((served_serial(client).await? != *serial_before).then_some(()))
-    })
+    poll_until(
+        "new connections get the new certificate",
+        Duration::from_secs(30),
+        || async move { Ok((served_serial(client).await? != *serial_before).then_some(())) },
+    )
     .await?;
-    ensure!(renewals(client, "leaf").await? >= leaf_renewals + 1.0, "the leaf renewal is counted");
+    ensure!(
+        renewals(client, "leaf").await? >= leaf_renewals + 1.0,
+        "the leaf renewal is counted"
+    );
 
     let ca_renewals = renewals(client, "ca").await?;
     request_renewal(client, "ca").await?;
     let ca_before = &ca_before;
     // The safe sequence: the new CA is published beside the old, a leaf from it is served,
     // then (after a grace period) the old CA is dropped.
-    poll_until("the old CA retired after a CA rotation", Duration::from_secs(150), || async move {
-        let s = secret(client).await?;
-        let ca = key(&s, "ca.crt");
-        let done = !s.annotations().contains_key(RENEW_ANNOTATION)
-            && ca != *ca_before
-            && pem_count(&ca) == 1
-            && published_bundles(client).await?.iter().all(|b| *b == ca);
-        Ok(done.then_some(()))
-    })
+    poll_until(
+        "the old CA retired after a CA rotation",
+        Duration::from_secs(150),
+        || async move {
+            let s = secret(client).await?;
+            let ca = key(&s, "ca.crt");
+            let done = !s.annotations().contains_key(RENEW_ANNOTATION)
+                && ca != *ca_before
+                && pem_count(&ca) == 1
+                && published_bundles(client).await?.iter().all(|b| *b == ca);
+            Ok(done.then_some(()))
+        },
+    )
     .await?;
-    ensure!(renewals(client, "ca").await? >= ca_renewals + 1.0, "the CA rotation is counted");
+    ensure!(
+        renewals(client, "ca").await? >= ca_renewals + 1.0,
+        "the CA rotation is counted"
+    );
     Ok(())
 }

@@ -47,7 +47,11 @@ fn cli_on_path() -> anyhow::Result<PathBuf> {
 }
 
 fn run_script(script: &str, env: &[(&str, &str)], path_first: &Path) -> anyhow::Result<()> {
-    let path = format!("{}:{}", path_first.display(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        path_first.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let out = Command::new("bash")
         .args(["-euo", "pipefail", "-c", script])
         .current_dir(repo())
@@ -69,7 +73,9 @@ fn run_script(script: &str, env: &[(&str, &str)], path_first: &Path) -> anyhow::
 async fn a_running_workspace(client: &Client, ns: &str) -> anyhow::Result<()> {
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}}))?;
-    namespaces.create(&PostParams::default(), &namespace).await?;
+    namespaces
+        .create(&PostParams::default(), &namespace)
+        .await?;
     let workspaces: Api<Workspace> = Api::namespaced(client.clone(), ns);
     let ws: Workspace = serde_json::from_value(json!({"metadata": {"name": "kept"},
         "spec": {"podTemplate": {"spec": {"terminationGracePeriodSeconds": 1, "containers": [{"name": "ide",
@@ -77,35 +83,49 @@ async fn a_running_workspace(client: &Client, ns: &str) -> anyhow::Result<()> {
     workspaces.create(&PostParams::default(), &ws).await?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let pods = &pods;
-    poll_until("the workspace pod runs with lifeguard's finalizer", Duration::from_secs(90), || async move {
-        let pod = pods.get_opt("ws-kept").await?;
-        let running = pod.as_ref().is_some_and(|p| {
-            p.finalizers().iter().any(|f| f == POD_FINALIZER)
-                && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
-        });
-        Ok(running.then_some(()))
-    })
+    poll_until(
+        "the workspace pod runs with lifeguard's finalizer",
+        Duration::from_secs(90),
+        || async move {
+            let pod = pods.get_opt("ws-kept").await?;
+            let running = pod.as_ref().is_some_and(|p| {
+                p.finalizers().iter().any(|f| f == POD_FINALIZER)
+                    && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+            });
+            Ok(running.then_some(()))
+        },
+    )
     .await
 }
 
 #[tokio::test]
 #[ignore = "disruptive: test-all runs it alone with --ignored --test-threads 1"]
-async fn the_documented_uninstall_leaves_nothing_stuck_and_local_up_reinstalls() -> anyhow::Result<()> {
+async fn the_documented_uninstall_leaves_nothing_stuck_and_local_up_reinstalls()
+-> anyhow::Result<()> {
     let client = client().await?;
     apply_crds(&client).await?;
     let ns = unique_name("e2e-uninstall");
     a_running_workspace(&client, &ns).await?;
     let nodes: Api<Node> = Api::all(client.clone());
-    let conditioned = nodes.list(&ListParams::default()).await?.items.iter().any(|n| {
-        n.status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .is_some_and(|cs| cs.iter().any(|c| c.type_ == NODE_CONDITION))
-    });
+    let conditioned = nodes
+        .list(&ListParams::default())
+        .await?
+        .items
+        .iter()
+        .any(|n| {
+            n.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| cs.iter().any(|c| c.type_ == NODE_CONDITION))
+        });
     ensure!(conditioned, "before: the prober reports on its node");
 
     let kustomization = "/var/lib/lifeguard-cluster/install";
-    let uninstalled = run_script(&documented_uninstall()?, &[("KUSTOMIZATION", kustomization)], &cli_on_path()?);
+    let uninstalled = run_script(
+        &documented_uninstall()?,
+        &[("KUSTOMIZATION", kustomization)],
+        &cli_on_path()?,
+    );
 
     // What is left, before anything is reinstalled.
     let pods: Api<Pod> = Api::all(client.clone());
@@ -123,7 +143,11 @@ async fn the_documented_uninstall_leaves_nothing_stuck_and_local_up_reinstalls()
         .items
         .iter()
         .filter(|n| {
-            let taint = n.spec.as_ref().and_then(|s| s.taints.as_ref()).is_some_and(|ts| ts.iter().any(|t| t.key == NODE_TAINT_KEY));
+            let taint = n
+                .spec
+                .as_ref()
+                .and_then(|s| s.taints.as_ref())
+                .is_some_and(|ts| ts.iter().any(|t| t.key == NODE_TAINT_KEY));
             let condition = n
                 .status
                 .as_ref()
@@ -133,12 +157,17 @@ async fn the_documented_uninstall_leaves_nothing_stuck_and_local_up_reinstalls()
         })
         .map(|n| n.name_any())
         .collect();
-    let crd_gone = Api::<Workspace>::all(client.clone()).list(&ListParams::default()).await.is_err();
+    let crd_gone = Api::<Workspace>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .is_err();
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let _ = namespaces.delete(&ns, &Default::default()).await;
 
     // Put lifeguard back for whatever runs next, whatever the outcome above.
-    let reinstall = Command::new(repo().join("local-up")).current_dir(repo()).output()?;
+    let reinstall = Command::new(repo().join("local-up"))
+        .current_dir(repo())
+        .output()?;
     ensure!(
         reinstall.status.success(),
         "./local-up did not reinstall lifeguard:\n{}",
@@ -146,8 +175,17 @@ async fn the_documented_uninstall_leaves_nothing_stuck_and_local_up_reinstalls()
     );
 
     uninstalled?;
-    ensure!(stuck_pods.is_empty(), "pods left with {POD_FINALIZER}: {stuck_pods:?}");
-    ensure!(marked_nodes.is_empty(), "nodes left with lifeguard's condition or taint: {marked_nodes:?}");
-    ensure!(crd_gone, "the Workspace CRD is gone, so no Workspace (and no {WORKSPACE_FINALIZER}) is left");
+    ensure!(
+        stuck_pods.is_empty(),
+        "pods left with {POD_FINALIZER}: {stuck_pods:?}"
+    );
+    ensure!(
+        marked_nodes.is_empty(),
+        "nodes left with lifeguard's condition or taint: {marked_nodes:?}"
+    );
+    ensure!(
+        crd_gone,
+        "the Workspace CRD is gone, so no Workspace (and no {WORKSPACE_FINALIZER}) is left"
+    );
     Ok(())
 }

@@ -29,10 +29,24 @@ const WORKSPACES: usize = 12;
 fn retag(image: &str, suffix: &str) -> anyhow::Result<String> {
     let new = format!("{image}-{suffix}");
     let out = Command::new("ctr")
-        .args(["--address", CONTAINERD, "-n", "k8s.io", "images", "tag", "--force", image, &new])
+        .args([
+            "--address",
+            CONTAINERD,
+            "-n",
+            "k8s.io",
+            "images",
+            "tag",
+            "--force",
+            image,
+            &new,
+        ])
         .output()
         .context("running ctr")?;
-    ensure!(out.status.success(), "ctr images tag {image}: {}", String::from_utf8_lossy(&out.stderr));
+    ensure!(
+        out.status.success(),
+        "ctr images tag {image}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     Ok(new)
 }
 
@@ -41,7 +55,11 @@ async fn set_image(client: &Client, component: Component, image: &str) -> anyhow
     let patch = json!({"spec": {"template": {"spec": {"containers": [
         {"name": component.container(), "image": image}]}}}});
     deployments
-        .patch(component.app(), &PatchParams::default(), &Patch::Strategic(patch))
+        .patch(
+            component.app(),
+            &PatchParams::default(),
+            &Patch::Strategic(patch),
+        )
         .await?;
     Ok(())
 }
@@ -50,17 +68,21 @@ async fn set_image(client: &Client, component: Component, image: &str) -> anyhow
 async fn rolled_out(client: &Client, component: Component) -> anyhow::Result<()> {
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), LIFEGUARD_NAMESPACE);
     let deployments = &deployments;
-    poll_until(&format!("{} rolled out", component.app()), Duration::from_secs(240), || async move {
-        let d = deployments.get(component.app()).await?;
-        let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
-        let s = d.status.unwrap_or_default();
-        let done = s.observed_generation >= d.metadata.generation
-            && s.updated_replicas == Some(want)
-            && s.ready_replicas == Some(want)
-            && s.available_replicas == Some(want)
-            && s.replicas == Some(want);
-        Ok(done.then_some(()))
-    })
+    poll_until(
+        &format!("{} rolled out", component.app()),
+        Duration::from_secs(240),
+        || async move {
+            let d = deployments.get(component.app()).await?;
+            let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+            let s = d.status.unwrap_or_default();
+            let done = s.observed_generation >= d.metadata.generation
+                && s.updated_replicas == Some(want)
+                && s.ready_replicas == Some(want)
+                && s.available_replicas == Some(want)
+                && s.replicas == Some(want);
+            Ok(done.then_some(()))
+        },
+    )
     .await
 }
 
@@ -75,11 +97,18 @@ async fn a_rolling_update_fails_no_admission_and_loses_no_recreation() {
         apply_crds(&client).await?;
         let mut originals = BTreeMap::new();
         for component in [Component::Webhook, Component::Controller] {
-            let image = declared_container(&client, component).await?.image.context("no image")?;
+            let image = declared_container(&client, component)
+                .await?
+                .image
+                .context("no image")?;
             originals.insert(component.app(), (component, image));
         }
         let node = node_name(&client).await?;
-        let rejector = Arc::new(Rejector::new(&client, &node, &format!("lifeguard.dev/{}", unique_name("e2e-upgrade"))));
+        let rejector = Arc::new(Rejector::new(
+            &client,
+            &node,
+            &format!("lifeguard.dev/{}", unique_name("e2e-upgrade")),
+        ));
         rejector.admit().await?;
         let load = Admissions::start(&client, &ns, 3);
         let flapping = Arc::new(AtomicBool::new(true));
@@ -95,7 +124,12 @@ async fn a_rolling_update_fails_no_admission_and_loses_no_recreation() {
             set_image(&client, *component, &retag(image, &suffix)?).await?;
         }
         for i in 0..WORKSPACES {
-            workspaces.create(&PostParams::default(), &sleeping_workspace(&format!("up-{i:02}"), &rejector)?).await?;
+            workspaces
+                .create(
+                    &PostParams::default(),
+                    &sleeping_workspace(&format!("up-{i:02}"), &rejector)?,
+                )
+                .await?;
             tokio::time::sleep(Duration::from_secs(2)).await;
         }
         let rollouts = async {
@@ -113,12 +147,21 @@ async fn a_rolling_update_fails_no_admission_and_loses_no_recreation() {
 
         // Every workspace ends Running, or Failed only after using every retry.
         let workspaces = &workspaces;
-        let settled = poll_until("every workspace settled", Duration::from_secs(300), || async move {
-            let list = workspaces.list(&ListParams::default()).await?.items;
-            let settled = list.len() == WORKSPACES
-                && list.iter().all(|w| matches!(phase(w), Some(WorkspacePhase::Running | WorkspacePhase::Failed)));
-            Ok(settled.then_some(list))
-        })
+        let settled = poll_until(
+            "every workspace settled",
+            Duration::from_secs(300),
+            || async move {
+                let list = workspaces.list(&ListParams::default()).await?.items;
+                let settled = list.len() == WORKSPACES
+                    && list.iter().all(|w| {
+                        matches!(
+                            phase(w),
+                            Some(WorkspacePhase::Running | WorkspacePhase::Failed)
+                        )
+                    });
+                Ok(settled.then_some(list))
+            },
+        )
         .await;
 
         // Back to the installed images for the tests that follow.
@@ -130,17 +173,32 @@ async fn a_rolling_update_fails_no_admission_and_loses_no_recreation() {
         }
 
         println!("upgrade: {admitted} admissions, {spells} rejection spells");
-        ensure!(admitted > 100, "traffic kept flowing: only {admitted} admissions");
-        ensure!(failures.is_empty(), "{} of {admitted} admissions failed: {:?}", failures.len(), &failures[..failures.len().min(5)]);
+        ensure!(
+            admitted > 100,
+            "traffic kept flowing: only {admitted} admissions"
+        );
+        ensure!(
+            failures.is_empty(),
+            "{} of {admitted} admissions failed: {:?}",
+            failures.len(),
+            &failures[..failures.len().min(5)]
+        );
         let mut recreated = 0;
         for ws in settled? {
             let status = ws.status.clone().unwrap_or_default();
             recreated += status.pod_recreated;
             if phase(&ws) == Some(WorkspacePhase::Failed) {
-                ensure!(status.pod_recreated == 3, "{}: Failed only after every retry: {status:?}", ws.name_any());
+                ensure!(
+                    status.pod_recreated == 3,
+                    "{}: Failed only after every retry: {status:?}",
+                    ws.name_any()
+                );
             }
         }
-        ensure!(recreated > 0, "rejections happened and were recovered during the update");
+        ensure!(
+            recreated > 0,
+            "rejections happened and were recovered during the update"
+        );
         Ok(())
     })
     .await;

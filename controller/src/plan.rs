@@ -14,7 +14,7 @@ use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceStatus};
 
 use crate::backoff;
 use crate::rejection::{Rejection, rejected_after_running, rejection};
-use crate::status::{condition_is_true, from_pod, set_condition};
+use crate::status::{condition_is_true, from_pod, set_condition, set_failed};
 
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -234,20 +234,9 @@ fn plan_without_pod(ws: &Workspace, now: Timestamp, settings: &Settings) -> Acti
                 status.pod_recreated + 1,
                 settings.max_retries
             );
-            set_condition(
+            set_failed(
                 &mut next.conditions,
-                condition::FAILED,
-                true,
                 "RetriesExhausted",
-                &message,
-                generation,
-                now,
-            );
-            set_condition(
-                &mut next.conditions,
-                condition::READY,
-                false,
-                "Failed",
                 &message,
                 generation,
                 now,
@@ -603,24 +592,7 @@ fn fail_permanently(
         "the kubelet on {} refused the pod for a reason re-creating cannot fix ({}): {}",
         r.node, r.reason, r.message
     );
-    set_condition(
-        &mut next.conditions,
-        condition::FAILED,
-        true,
-        &r.reason,
-        &message,
-        generation,
-        now,
-    );
-    set_condition(
-        &mut next.conditions,
-        condition::READY,
-        false,
-        "Failed",
-        &message,
-        generation,
-        now,
-    );
+    set_failed(&mut next.conditions, &r.reason, &message, generation, now);
 }
 
 const REJECTED_CAUSE: &str =

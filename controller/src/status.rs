@@ -8,6 +8,35 @@ use lifeguard_api::names::{GENERATION_ANNOTATION, RECREATION_ANNOTATION, START_A
 use lifeguard_api::workspace::condition;
 use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceStatus};
 
+/// A workspace that will not run again: `Failed=True` with `reason`, and `Ready=False`
+/// (reason `Failed`), both saying `message`.
+pub fn set_failed(
+    conditions: &mut Vec<Condition>,
+    reason: &str,
+    message: &str,
+    generation: Option<i64>,
+    now: Timestamp,
+) {
+    set_condition(
+        conditions,
+        condition::FAILED,
+        true,
+        reason,
+        message,
+        generation,
+        now,
+    );
+    set_condition(
+        conditions,
+        condition::READY,
+        false,
+        "Failed",
+        message,
+        generation,
+        now,
+    );
+}
+
 /// Sets a condition; the transition time moves only when the status value changes.
 pub fn set_condition(
     conditions: &mut Vec<Condition>,

@@ -307,21 +307,29 @@ impl Drop for FrozenStorage {
     }
 }
 
-/// Pid of the prober process in its container (the only process running that binary).
+/// Pid of the prober process of the (single) running prober pod, found on this machine.
 pub fn prober_pid() -> anyhow::Result<u32> {
-    for entry in std::fs::read_dir("/proc")?.flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let program = cmdline.split(|b| *b == 0).next().unwrap_or_default();
-        if program.ends_with(b"/lifeguard-prober") {
-            return Ok(pid);
-        }
-    }
-    bail!("no /lifeguard-prober process on this machine")
+    let base = ops()?;
+    let ip = base.trim_start_matches("http://").trim_end_matches(":8089");
+    let kubeconfig =
+        std::env::var("KUBECONFIG").unwrap_or_else(|_| lifeguard_e2e::LOCAL_KUBECONFIG.to_string());
+    let out = Command::new("kubectl")
+        .env("KUBECONFIG", kubeconfig)
+        .args([
+            "-n",
+            NAMESPACE,
+            "get",
+            "pods",
+            "-l",
+            DAEMONSET_SELECTOR,
+            "--field-selector",
+        ])
+        .arg(format!("status.podIP={ip}"))
+        .args(["-o", "jsonpath={.items[0].metadata.name}"])
+        .output()
+        .context("running kubectl")?;
+    let pod = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    lifeguard_e2e::local_pid(&pod, "lifeguard-prober")
 }
 
 pub fn probe_pods_selector() -> &'static str {

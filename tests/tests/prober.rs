@@ -158,7 +158,7 @@ async fn a_prober_killed_mid_check_leaks_nothing_past_the_ttl() {
     std::fs::write(format!("{leftover_dir}/probe"), b"half").expect("write");
 
     // Kill the prober while its throwaway pod exists.
-    let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), PROBE_NAMESPACE);
     let started = Instant::now();
     let orphan = loop {
         assert!(

@@ -152,11 +152,12 @@ async fn an_api_server_outage_fails_no_liveness_probe_and_the_verdict_recovers()
     let failed_before =
         metric("lifeguard_prober_liveness_responses_total{code=\"503\"}").expect("metric");
 
+    let ops = ops().expect("the prober's address");
     let outage = StoppedApiServer::new().expect("stop the API server");
     let started = Instant::now();
     let (mut polls, mut failures, mut verdicts) = (0, 0, std::collections::BTreeSet::new());
     while started.elapsed() < Duration::from_secs(60) {
-        let (code, body, _) = get("/healthz").expect("liveness during the outage");
+        let (code, body, _) = get_from(&ops, "/healthz").expect("liveness during the outage");
         polls += 1;
         if code != 200 {
             failures += 1;

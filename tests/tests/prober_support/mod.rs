@@ -97,7 +97,12 @@ pub fn ops() -> anyhow::Result<String> {
 
 /// GET on the prober's port: (status code, body, time taken).
 pub fn get(path: &str) -> anyhow::Result<(u16, String, Duration)> {
-    let base = ops()?;
+    get_from(&ops()?, path)
+}
+
+/// GET on `base` (from [`ops`], resolved beforehand: while the API server is down the
+/// prober's address cannot be looked up, though the pod keeps it).
+pub fn get_from(base: &str, path: &str) -> anyhow::Result<(u16, String, Duration)> {
     let started = Instant::now();
     let out = Command::new("curl")
         .args([

@@ -1,5 +1,5 @@
 //! A rolling update of the webhook and the controller to new images, while workspaces are
-//! being created and the kubelet rejects some of their pods: no admission fails and no
+//! being created and the kubelet rejects their first pods: no admission fails and no
 //! re-creation is lost. Disruptive (it replaces every lifeguard pod), so `test-all` runs it
 //! alone with the other #[ignore]d tests.
 //!
@@ -8,8 +8,6 @@
 
 use std::collections::BTreeMap;
 use std::process::Command;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context as _, ensure};
@@ -104,20 +102,17 @@ async fn a_rolling_update_fails_no_admission_and_loses_no_recreation() {
             originals.insert(component.app(), (component, image));
         }
         let node = node_name(&client).await?;
-        let rejector = Arc::new(Rejector::new(
+        let rejector = Rejector::new(
             &client,
             &node,
             &format!("lifeguard.dev/{}", unique_name("e2e-upgrade")),
-        ));
-        rejector.admit().await?;
+        );
         let load = Admissions::start(&client, &ns, 3);
-        let flapping = Arc::new(AtomicBool::new(true));
-        let flapper = {
-            let (rejector, flapping) = (rejector.clone(), flapping.clone());
-            tokio::spawn(async move { rejector.flap(flapping).await })
-        };
 
-        // The update starts while the first workspaces start; the rest start during it.
+        // The update starts; while it runs, the kubelet refuses every workspace's first pod
+        // (its node labels no longer match), so each workspace needs a re-creation, which
+        // the controller's replicas being replaced must not lose.
+        rejector.reject().await?;
         let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
         let suffix = unique_name("upgrade");
         for (component, image) in originals.values() {
@@ -130,8 +125,29 @@ async fn a_rolling_update_fails_no_admission_and_loses_no_recreation() {
                     &sleeping_workspace(&format!("up-{i:02}"), &rejector)?,
                 )
                 .await?;
-            tokio::time::sleep(Duration::from_secs(2)).await;
+            tokio::time::sleep(Duration::from_secs(1)).await;
         }
+        let workspaces = &workspaces;
+        // Admit again once every workspace has been refused at least once (well before
+        // the earliest could use up its retries: 3 s, 6 s, 12 s of backoff).
+        let refused = poll_until(
+            "every workspace refused once",
+            Duration::from_secs(60),
+            || async move {
+                let list = workspaces.list(&ListParams::default()).await?.items;
+                let refused = list
+                    .iter()
+                    .filter(|w| {
+                        w.status
+                            .as_ref()
+                            .is_some_and(|s| s.last_rejection.is_some())
+                    })
+                    .count();
+                Ok((refused == WORKSPACES).then_some(()))
+            },
+        )
+        .await;
+        rejector.admit().await?;
         let rollouts = async {
             for (component, _) in originals.values() {
                 rolled_out(&client, *component).await?;
@@ -139,16 +155,10 @@ async fn a_rolling_update_fails_no_admission_and_loses_no_recreation() {
             anyhow::Ok(())
         }
         .await;
-        flapping.store(false, Ordering::Release);
-        let spells = flapper.await.context("flapper")??;
-        rejector.admit().await?;
-        let (admitted, failures) = load.finish().await?;
-        rollouts?;
 
-        // Every workspace ends Running, or Failed only after using every retry.
-        let workspaces = &workspaces;
+        // Every workspace ends Running on a re-created pod.
         let settled = poll_until(
-            "every workspace settled",
+            "every workspace running again",
             Duration::from_secs(300),
             || async move {
                 let list = workspaces.list(&ListParams::default()).await?.items;
@@ -163,6 +173,7 @@ async fn a_rolling_update_fails_no_admission_and_loses_no_recreation() {
             },
         )
         .await;
+        let (admitted, failures) = load.finish().await?;
 
         // Back to the installed images for the tests that follow.
         for (component, image) in originals.values() {
@@ -171,8 +182,10 @@ async fn a_rolling_update_fails_no_admission_and_loses_no_recreation() {
         for (component, _) in originals.values() {
             rolled_out(&client, *component).await?;
         }
+        refused?;
+        rollouts?;
 
-        println!("upgrade: {admitted} admissions, {spells} rejection spells");
+        println!("upgrade: {admitted} admissions during the rolling update");
         ensure!(
             admitted > 100,
             "traffic kept flowing: only {admitted} admissions"

@@ -63,9 +63,9 @@ pub fn cluster_lock(exclusive: bool) -> anyhow::Result<File> {
     Ok(file)
 }
 
-/// `http://<pod IP>:8089` of the prober pod that runs now (a replaced pod has a new IP),
-/// reached over the node's pod bridge, as the kubelet's probes reach it.
-pub fn ops() -> anyhow::Result<String> {
+/// The running prober pod that is not being deleted, as (name, pod IP), read with kubectl
+/// (a replaced pod has a new name and IP).
+fn running_prober() -> anyhow::Result<(String, String)> {
     let kubeconfig =
         std::env::var("KUBECONFIG").unwrap_or_else(|_| lifeguard_e2e::LOCAL_KUBECONFIG.to_string());
     let out = Command::new("kubectl")
@@ -79,20 +79,28 @@ pub fn ops() -> anyhow::Result<String> {
             DAEMONSET_SELECTOR,
             "--field-selector=status.phase=Running",
             "-o",
-            "jsonpath={range .items[*]}{.metadata.deletionTimestamp}/{.status.podIP}{\"\\n\"}{end}",
+            "jsonpath={range .items[*]}{.metadata.deletionTimestamp}/{.metadata.name}/{.status.podIP}{\"\\n\"}{end}",
         ])
         .output()
         .context("running kubectl")?;
     let text = String::from_utf8_lossy(&out.stdout);
     text.lines()
-        .find_map(|l| l.strip_prefix('/').filter(|ip| !ip.is_empty()))
-        .map(|ip| format!("http://{ip}:8089"))
+        .filter_map(|l| l.strip_prefix('/')?.split_once('/'))
+        .find(|(_, ip)| !ip.is_empty())
+        .map(|(name, ip)| (name.to_string(), ip.to_string()))
         .with_context(|| {
             format!(
                 "no running prober pod with an IP: {}",
                 String::from_utf8_lossy(&out.stderr)
             )
         })
+}
+
+/// `http://<pod IP>:8089` of the prober pod that runs now, reached over the node's pod
+/// bridge, as the kubelet's probes reach it.
+pub fn ops() -> anyhow::Result<String> {
+    let (_, ip) = running_prober()?;
+    Ok(format!("http://{ip}:8089"))
 }
 
 /// GET on the prober's port: (status code, body, time taken).
@@ -314,26 +322,7 @@ impl Drop for FrozenStorage {
 
 /// Pid of the prober process of the (single) running prober pod, found on this machine.
 pub fn prober_pid() -> anyhow::Result<u32> {
-    let base = ops()?;
-    let ip = base.trim_start_matches("http://").trim_end_matches(":8089");
-    let kubeconfig =
-        std::env::var("KUBECONFIG").unwrap_or_else(|_| lifeguard_e2e::LOCAL_KUBECONFIG.to_string());
-    let out = Command::new("kubectl")
-        .env("KUBECONFIG", kubeconfig)
-        .args([
-            "-n",
-            NAMESPACE,
-            "get",
-            "pods",
-            "-l",
-            DAEMONSET_SELECTOR,
-            "--field-selector",
-        ])
-        .arg(format!("status.podIP={ip}"))
-        .args(["-o", "jsonpath={.items[0].metadata.name}"])
-        .output()
-        .context("running kubectl")?;
-    let pod = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let (pod, _) = running_prober()?;
     lifeguard_e2e::local_pid(&pod, "lifeguard-prober")
 }
 

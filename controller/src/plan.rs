@@ -14,7 +14,9 @@ use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceStatus};
 
 use crate::backoff;
 use crate::rejection::{Rejection, rejected_after_running, rejection};
-use crate::status::{condition_is_true, from_pod, set_condition, set_failed};
+use crate::status::{
+    condition_is_true, from_pod, set_condition, set_failed, set_not_ready_because,
+};
 
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -152,19 +154,10 @@ fn plan_with_foreign_pod(ws: &Workspace, pod: &Pod, now: Timestamp, settings: &S
     );
     let mut next = status.clone();
     next.phase = Some(WorkspacePhase::Pending);
-    set_condition(
+    set_not_ready_because(
         &mut next.conditions,
         condition::POD_CONFLICT,
-        true,
         "PodNameTaken",
-        &message,
-        generation,
-        now,
-    );
-    set_condition(
-        &mut next.conditions,
-        condition::READY,
-        false,
         "PodNameTaken",
         &message,
         generation,
@@ -438,19 +431,10 @@ fn plan_with_pod(ws: &Workspace, pod: &Pod, now: Timestamp, settings: &Settings)
                 "kubelet on {} rejected the pod: {}",
                 rejected.node, rejected.reason
             );
-            set_condition(
+            set_not_ready_because(
                 &mut next.conditions,
                 condition::POD_REJECTED,
-                true,
                 &rejected.reason,
-                &message,
-                generation,
-                now,
-            );
-            set_condition(
-                &mut next.conditions,
-                condition::READY,
-                false,
                 "PodRejected",
                 &message,
                 generation,

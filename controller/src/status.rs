@@ -8,6 +8,29 @@ use lifeguard_api::names::{GENERATION_ANNOTATION, RECREATION_ANNOTATION, START_A
 use lifeguard_api::workspace::condition;
 use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceStatus};
 
+/// A condition that keeps the workspace from being ready: `type_=True` with `reason`, and
+/// `Ready=False` with `ready_reason`, both saying `message`.
+pub fn set_not_ready_because(
+    conditions: &mut Vec<Condition>,
+    type_: &str,
+    reason: &str,
+    ready_reason: &str,
+    message: &str,
+    generation: Option<i64>,
+    now: Timestamp,
+) {
+    set_condition(conditions, type_, true, reason, message, generation, now);
+    set_condition(
+        conditions,
+        condition::READY,
+        false,
+        ready_reason,
+        message,
+        generation,
+        now,
+    );
+}
+
 /// A workspace that will not run again: `Failed=True` with `reason`, and `Ready=False`
 /// (reason `Failed`), both saying `message`.
 pub fn set_failed(
@@ -17,19 +40,10 @@ pub fn set_failed(
     generation: Option<i64>,
     now: Timestamp,
 ) {
-    set_condition(
+    set_not_ready_because(
         conditions,
         condition::FAILED,
-        true,
         reason,
-        message,
-        generation,
-        now,
-    );
-    set_condition(
-        conditions,
-        condition::READY,
-        false,
         "Failed",
         message,
         generation,

@@ -1,25 +1,13 @@
 use std::sync::Arc;
 
-use jiff::{SignedDuration, Timestamp};
-use rustls::RootCertStore;
+use jiff::Timestamp;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
-use tokio_rustls::{TlsAcceptor, TlsConnector};
+use tokio_rustls::TlsAcceptor;
 
 use super::*;
 use crate::certgen::{self, CA_CRT, SecretData, TLS_CRT, TLS_KEY};
-
-const NAME: &str = "lifeguard-webhook.lifeguard-system.svc";
-
-fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
-fn material() -> SecretData {
-    let names = certgen::service_dns_names("lifeguard-webhook", "lifeguard-system");
-    certgen::create_all(Timestamp::now(), SignedDuration::from_hours(24), &names)
-        .expect("generated")
-}
+use crate::tls_test_support::{connect, material, provider};
 
 /// An echo server over TLS with `store` as resolver: every accepted connection echoes
 /// what it reads until the client closes.
@@ -45,40 +33,6 @@ async fn echo_server(store: Arc<CertStore>) -> std::net::SocketAddr {
         }
     });
     addr
-}
-
-/// Connects trusting the CAs of `bundles`, returns the stream and the served leaf (DER).
-async fn connect(
-    addr: std::net::SocketAddr,
-    bundles: &[&[u8]],
-) -> Result<(tokio_rustls::client::TlsStream<TcpStream>, Vec<u8>), String> {
-    let mut roots = RootCertStore::empty();
-    for bundle in bundles {
-        for der in certgen::der_certificates(bundle) {
-            roots
-                .add(CertificateDer::from(der))
-                .map_err(|e| e.to_string())?;
-        }
-    }
-    let config = rustls::ClientConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let tcp = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
-    let name = rustls_pki_types::ServerName::try_from(NAME).map_err(|e| e.to_string())?;
-    let tls = TlsConnector::from(Arc::new(config))
-        .connect(name, tcp)
-        .await
-        .map_err(|e| e.to_string())?;
-    let served = tls
-        .get_ref()
-        .1
-        .peer_certificates()
-        .and_then(|chain| chain.first())
-        .map(|der| der.as_ref().to_vec())
-        .ok_or("no peer certificate")?;
-    Ok((tls, served))
 }
 
 async fn echo(tls: &mut tokio_rustls::client::TlsStream<TcpStream>, text: &[u8]) -> Vec<u8> {

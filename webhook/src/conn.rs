@@ -4,6 +4,7 @@
 //! push that the webhook has not read yet).
 
 use std::io;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,10 +16,11 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, watch};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
 use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
+use tower::util::MapResponse;
 
 use crate::cli::Config;
 use crate::metrics::Metrics;
@@ -55,9 +57,17 @@ impl ConnLimits {
     }
 }
 
-/// Serves `app` over TLS until `shutdown` resolves, then lets open requests finish (up to
-/// `grace`). At `max_connections` no further connection is accepted until one closes:
-/// the rest wait in the kernel's accept queue.
+/// After `shutdown`, how long the listener must stay quiet (no new connection) before it
+/// is closed. Connections routed here before the endpoint was removed everywhere (an
+/// API server's dial racing kube-proxy's update, or one already in the kernel's accept
+/// backlog) still arrive for a moment; each is served once and then closed.
+const DRAIN_QUIET: Duration = Duration::from_secs(2);
+
+/// Serves `app` over TLS until `shutdown` resolves, then drains (up to `grace`): open
+/// connections finish the exchange in progress and close, connections that still arrive
+/// are served once each, and the listener closes after `DRAIN_QUIET` without one. At
+/// `max_connections` no further connection is accepted until one closes: the rest wait
+/// in the kernel's accept queue.
 pub async fn serve_tls(
     listener: TcpListener,
     acceptor: TlsAcceptor,
@@ -68,8 +78,52 @@ pub async fn serve_tls(
     grace: Duration,
 ) {
     let max_connections = limits.max_connections.clamp(1, Semaphore::MAX_PERMITS);
-    let slots = Arc::new(Semaphore::new(max_connections));
-    let (stop, stopping) = watch::channel(false);
+    let server = Arc::new(Server {
+        acceptor,
+        app,
+        limits,
+        metrics,
+        builder: http_builder(limits),
+        slots: Arc::new(Semaphore::new(max_connections)),
+        stop: watch::channel(false).0,
+    });
+    tokio::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            accepted = server.accept(&listener) => accepted,
+            () = &mut shutdown => break,
+        };
+        if let Some(accepted) = accepted {
+            server.spawn(accepted);
+        }
+    }
+    let _ = server.stop.send(true);
+    let deadline = Instant::now() + grace;
+    loop {
+        let accepted = tokio::select! {
+            accepted = tokio::time::timeout(DRAIN_QUIET, server.accept(&listener)) => accepted,
+            () = tokio::time::sleep_until(deadline) => break,
+        };
+        match accepted {
+            Ok(Some(accepted)) => server.spawn(accepted),
+            Ok(None) => {}
+            Err(_quiet) => break,
+        }
+    }
+    // From here a late connection is refused outright instead of waiting, unanswered, in
+    // the backlog until the process exits.
+    drop(listener);
+    // Every connection holds a slot until it ends: all slots back means all closed.
+    let all = u32::try_from(max_connections).unwrap_or(u32::MAX);
+    tokio::select! {
+        _ = server.slots.acquire_many(all) => {}
+        () = tokio::time::sleep_until(deadline) => {
+            tracing::warn!("connections still open after {grace:?}; closing");
+        }
+    }
+}
+
+fn http_builder(limits: ConnLimits) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
@@ -82,85 +136,115 @@ pub async fn serve_tls(
         .initial_connection_window_size(H2_CONNECTION_WINDOW)
         .initial_stream_window_size(H2_STREAM_WINDOW)
         .max_concurrent_streams(H2_MAX_STREAMS);
-    let builder = Arc::new(builder);
-    tokio::pin!(shutdown);
-    loop {
-        let slot = tokio::select! {
-            slot = slots.clone().acquire_owned() => match slot {
-                Ok(slot) => slot,
-                Err(_) => break, // never closed
-            },
-            () = &mut shutdown => break,
-        };
-        let (tcp, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    // Out of file descriptors and the like: pause instead of spinning.
-                    tracing::warn!(%error, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            () = &mut shutdown => break,
-        };
+    builder
+}
+
+/// What every connection task shares.
+struct Server {
+    acceptor: TlsAcceptor,
+    app: Router,
+    limits: ConnLimits,
+    metrics: Metrics,
+    builder: auto::Builder<TokioExecutor>,
+    slots: Arc<Semaphore>,
+    /// `true` once the server stops: connections close after their current exchange.
+    stop: watch::Sender<bool>,
+}
+
+type Accepted = (OwnedSemaphorePermit, TcpStream, SocketAddr);
+
+impl Server {
+    /// Waits for a free slot, then for a connection; `None` after a failed accept.
+    async fn accept(&self, listener: &TcpListener) -> Option<Accepted> {
+        let slot = self.slots.clone().acquire_owned().await.ok()?; // never closed
+        match listener.accept().await {
+            Ok((tcp, peer)) => Some((slot, tcp, peer)),
+            Err(error) => {
+                // Out of file descriptors and the like: pause instead of spinning.
+                tracing::warn!(%error, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                None
+            }
+        }
+    }
+
+    fn spawn(self: &Arc<Self>, (slot, tcp, peer): Accepted) {
         let _ = tcp.set_nodelay(true);
-        let acceptor = acceptor.clone();
-        let service = TowerToHyperService::new(app.clone());
-        let builder = builder.clone();
-        let mut stopping = stopping.clone();
-        let open = metrics.connections.clone();
+        let server = self.clone();
         tokio::spawn(async move {
             let _slot = slot;
-            open.inc();
+            server.metrics.connections.inc();
+            let open = server.metrics.connections.clone();
             let _open = scopeguard(move || open.dec());
-            let tls = match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await
-            {
-                Ok(Ok(tls)) => tls,
-                Ok(Err(error)) => {
-                    tracing::debug!(%peer, %error, "TLS handshake failed");
-                    return;
-                }
-                Err(_) => {
-                    tracing::debug!(%peer, "TLS handshake timed out");
-                    return;
-                }
-            };
-            let activity = Activity::new();
-            let io = TokioIo::new(Tracked {
-                inner: tls,
-                activity: activity.clone(),
-            });
-            let connection = builder.serve_connection(io, service);
-            tokio::pin!(connection);
-            let mut closing = false;
-            loop {
-                tokio::select! {
-                    result = connection.as_mut() => {
-                        if let Err(error) = result {
-                            tracing::debug!(%peer, %error, "connection ended with an error");
-                        }
-                        break;
-                    }
-                    _ = stopping.changed(), if !closing => {
-                        connection.as_mut().graceful_shutdown();
-                        closing = true;
-                    }
-                    () = activity.idle_for(limits.idle_timeout), if !closing => {
-                        tracing::debug!(%peer, "closing idle connection");
-                        connection.as_mut().graceful_shutdown();
-                        closing = true;
-                    }
-                }
-            }
+            server.serve(tcp, peer).await;
         });
     }
-    let _ = stop.send(true);
-    // Every connection holds a slot until it ends: all slots back means all closed.
-    let all = u32::try_from(max_connections).unwrap_or(u32::MAX);
-    tokio::select! {
-        _ = slots.acquire_many(all) => {}
-        () = tokio::time::sleep(grace) => tracing::warn!("connections still open after {grace:?}; closing"),
+
+    async fn serve(&self, tcp: TcpStream, peer: SocketAddr) {
+        let tls = match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, self.acceptor.accept(tcp)).await
+        {
+            Ok(Ok(tls)) => tls,
+            Ok(Err(error)) => {
+                tracing::debug!(%peer, %error, "TLS handshake failed");
+                return;
+            }
+            Err(_) => {
+                tracing::debug!(%peer, "TLS handshake timed out");
+                return;
+            }
+        };
+        let activity = Activity::new();
+        let io = TokioIo::new(Tracked {
+            inner: tls,
+            activity: activity.clone(),
+        });
+        // Noted when the first response is ready: only from then on is the protocol known
+        // and a graceful shutdown safe. Before it, hyper's auto connection is still reading
+        // the protocol version, and a shutdown there drops the request unanswered.
+        let answered = Arc::new(Notify::new());
+        let service = {
+            let answered = answered.clone();
+            TowerToHyperService::new(MapResponse::new(
+                self.app.clone(),
+                move |response: axum::response::Response| {
+                    answered.notify_one();
+                    response
+                },
+            ))
+        };
+        let connection = self.builder.serve_connection(io, service);
+        tokio::pin!(connection);
+        let mut stopping = self.stop.subscribe();
+        let mut stop_requested = *stopping.borrow_and_update();
+        let mut has_answered = false;
+        let mut closing = false;
+        loop {
+            // While stopping, a connection that never sent a request closes once quiet.
+            let idle_limit = if stop_requested && !has_answered {
+                DRAIN_QUIET
+            } else {
+                self.limits.idle_timeout
+            };
+            tokio::select! {
+                result = connection.as_mut() => {
+                    if let Err(error) = result {
+                        tracing::debug!(%peer, %error, "connection ended with an error");
+                    }
+                    break;
+                }
+                _ = stopping.changed(), if !stop_requested => stop_requested = true,
+                () = answered.notified(), if !has_answered => has_answered = true,
+                () = activity.idle_for(idle_limit), if !closing => {
+                    tracing::debug!(%peer, "closing idle connection");
+                    connection.as_mut().graceful_shutdown();
+                    closing = true;
+                }
+            }
+            if stop_requested && has_answered && !closing {
+                connection.as_mut().graceful_shutdown();
+                closing = true;
+            }
+        }
     }
 }
 
@@ -274,6 +358,10 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Tracked<T> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
+
+#[cfg(test)]
+#[path = "conn_tests.rs"]
+mod conn_tests;
 
 #[cfg(test)]
 mod tests {

@@ -13,6 +13,8 @@ pub mod metrics;
 pub mod review;
 pub mod rotation;
 pub mod server;
+#[cfg(test)]
+mod tls_test_support;
 
 use std::sync::Arc;
 use std::time::Duration;

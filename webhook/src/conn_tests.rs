@@ -1,0 +1,140 @@
+//! The drain after a stop signal, over real TLS connections on loopback: what the API
+//! server sees while a webhook replica is replaced in a rolling update.
+
+use std::sync::Arc;
+
+use axum::routing::get;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::sync::oneshot;
+
+use super::*;
+use crate::certgen::{CA_CRT, TLS_CRT, TLS_KEY};
+use crate::certs::{CertStore, server_config};
+use crate::tls_test_support::{connect, material, provider};
+
+const LIMITS: ConnLimits = ConnLimits {
+    max_connections: 16,
+    header_read_timeout: Duration::from_secs(5),
+    idle_timeout: Duration::from_secs(60),
+};
+/// Longer than any drain the tests expect: reaching it means the drain did not end.
+const GRACE: Duration = Duration::from_secs(30);
+
+struct Running {
+    addr: SocketAddr,
+    ca: Vec<u8>,
+    /// Sends the stop signal.
+    stop: oneshot::Sender<()>,
+    /// Resolves once the server has seen the stop signal.
+    stopped: oneshot::Receiver<()>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+async fn start() -> Running {
+    let material = material();
+    let store = Arc::new(CertStore::new(provider()));
+    store
+        .offer(&material[TLS_CRT], &material[TLS_KEY], "test", "test")
+        .expect("certificate loads");
+    let config = server_config(store, provider()).expect("server config");
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let (stop, stop_signal) = oneshot::channel::<()>();
+    let (seen, stopped) = oneshot::channel();
+    let shutdown = async move {
+        let _ = stop_signal.await;
+        let _ = seen.send(());
+    };
+    let app = Router::new().route("/ok", get(|| async { "ok" }));
+    let metrics = Metrics::new().expect("metrics");
+    let server = tokio::spawn(serve_tls(
+        listener,
+        TlsAcceptor::from(Arc::new(config)),
+        app,
+        LIMITS,
+        metrics,
+        shutdown,
+        GRACE,
+    ));
+    Running {
+        addr,
+        ca: material[CA_CRT].clone(),
+        stop,
+        stopped,
+        server,
+    }
+}
+
+/// One HTTP/1.1 request for /ok; the whole response as text, or what went wrong.
+async fn get_ok(tls: &mut tokio_rustls::client::TlsStream<TcpStream>) -> Result<String, String> {
+    tls.write_all(b"GET /ok HTTP/1.1\r\nhost: webhook\r\n\r\n")
+        .await
+        .map_err(|e| format!("write: {e}"))?;
+    let mut response = Vec::new();
+    let mut buf = [0u8; 1024];
+    let read = async {
+        while !String::from_utf8_lossy(&response).ends_with("ok") {
+            match tls.read(&mut buf).await {
+                Ok(0) => return Err("EOF before a response".to_string()),
+                Ok(n) => response.extend_from_slice(&buf[..n]),
+                Err(e) => return Err(format!("read: {e}")),
+            }
+        }
+        Ok(String::from_utf8_lossy(&response).into_owned())
+    };
+    tokio::time::timeout(Duration::from_secs(10), read)
+        .await
+        .map_err(|_| "no response within 10 s".to_string())?
+}
+
+#[tokio::test]
+async fn a_connection_arriving_after_the_stop_signal_is_answered() {
+    let running = start().await;
+    running.stop.send(()).expect("server listening");
+    running.stopped.await.expect("server saw the stop signal");
+    // kube-proxy or the API server may still route a new connection here for a moment.
+    let (mut tls, _) = connect(running.addr, &[&running.ca])
+        .await
+        .expect("a late connection is still accepted");
+    let response = get_ok(&mut tls).await.expect("a late request is answered");
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+}
+
+#[tokio::test]
+async fn a_connection_opened_before_the_stop_gets_its_first_request_answered() {
+    let running = start().await;
+    // TLS is up but no request was sent yet: hyper is still reading the protocol version.
+    let (mut tls, _) = connect(running.addr, &[&running.ca])
+        .await
+        .expect("handshake");
+    running.stop.send(()).expect("server listening");
+    running.stopped.await.expect("server saw the stop signal");
+    let response = get_ok(&mut tls)
+        .await
+        .expect("the request sent after the stop is answered, not dropped");
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+}
+
+#[tokio::test]
+async fn the_drain_ends_once_no_connection_arrives_and_then_refuses_new_ones() {
+    let running = start().await;
+    let (mut open, _) = connect(running.addr, &[&running.ca])
+        .await
+        .expect("handshake");
+    get_ok(&mut open).await.expect("served before the stop");
+    running.stop.send(()).expect("server listening");
+    tokio::time::timeout(GRACE - Duration::from_secs(5), running.server)
+        .await
+        .expect("the drain ends well before the grace period: nothing more arrived")
+        .expect("server task");
+    let mut rest = Vec::new();
+    let closed = open.read_to_end(&mut rest).await;
+    assert!(
+        closed.is_ok() || rest.is_empty(),
+        "the keep-alive connection was closed after its exchange"
+    );
+    assert!(
+        TcpStream::connect(running.addr).await.is_err(),
+        "after the drain the port refuses connections instead of queueing them"
+    );
+}

@@ -7,20 +7,25 @@ use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
+use hyper::body::Incoming;
+use hyper::header::{CONNECTION, HeaderValue};
+use hyper::{Request, Version};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
+use std::convert::Infallible;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
 use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
-use tower::util::MapResponse;
+use tower::ServiceExt as _;
+use tower::service_fn;
 
 use crate::cli::Config;
 use crate::metrics::Metrics;
@@ -151,6 +156,24 @@ struct Server {
     stop: watch::Sender<bool>,
 }
 
+/// What a connection has answered so far.
+#[derive(Default)]
+struct Answered {
+    first: Notify,
+    http2: AtomicBool,
+}
+
+impl Answered {
+    fn note(&self, http1: bool) {
+        self.http2.store(!http1, Ordering::Relaxed);
+        self.first.notify_one();
+    }
+
+    fn http2(&self) -> bool {
+        self.http2.load(Ordering::Relaxed)
+    }
+}
+
 type Accepted = (OwnedSemaphorePermit, TcpStream, SocketAddr);
 
 impl Server {
@@ -201,16 +224,27 @@ impl Server {
         // Noted when the first response is ready: only from then on is the protocol known
         // and a graceful shutdown safe. Before it, hyper's auto connection is still reading
         // the protocol version, and a shutdown there drops the request unanswered.
-        let answered = Arc::new(Notify::new());
+        let answered = Arc::new(Answered::default());
         let service = {
-            let answered = answered.clone();
-            TowerToHyperService::new(MapResponse::new(
-                self.app.clone(),
-                move |response: axum::response::Response| {
-                    answered.notify_one();
-                    response
-                },
-            ))
+            let (app, answered, stop) = (self.app.clone(), answered.clone(), self.stop.subscribe());
+            TowerToHyperService::new(service_fn(move |request: Request<Incoming>| {
+                let (app, answered, stop) = (app.clone(), answered.clone(), stop.clone());
+                async move {
+                    let http1 = request.version() < Version::HTTP_2;
+                    let mut response = app.oneshot(request).await?;
+                    if http1 && *stop.borrow() {
+                        // The client learns from this answer not to send another request
+                        // here; closing the connection instead races with one it may be
+                        // sending right now, and a POST that meets a closed connection
+                        // fails with EOF (Go's client retries only idempotent requests).
+                        response
+                            .headers_mut()
+                            .insert(CONNECTION, HeaderValue::from_static("close"));
+                    }
+                    answered.note(http1);
+                    Ok::<_, Infallible>(response)
+                }
+            }))
         };
         let connection = self.builder.serve_connection(io, service);
         tokio::pin!(connection);
@@ -219,8 +253,10 @@ impl Server {
         let mut has_answered = false;
         let mut closing = false;
         loop {
-            // While stopping, a connection that never sent a request closes once quiet.
-            let idle_limit = if stop_requested && !has_answered {
+            // While stopping, an HTTP/1 connection closes once it sat quiet for a moment
+            // (a request meanwhile gets `Connection: close` instead); so does one that never
+            // sent a request.
+            let idle_limit = if stop_requested && !answered.http2() {
                 DRAIN_QUIET
             } else {
                 self.limits.idle_timeout
@@ -233,14 +269,16 @@ impl Server {
                     break;
                 }
                 _ = stopping.changed(), if !stop_requested => stop_requested = true,
-                () = answered.notified(), if !has_answered => has_answered = true,
+                () = answered.first.notified(), if !has_answered => has_answered = true,
                 () = activity.idle_for(idle_limit), if !closing => {
                     tracing::debug!(%peer, "closing idle connection");
                     connection.as_mut().graceful_shutdown();
                     closing = true;
                 }
             }
-            if stop_requested && has_answered && !closing {
+            // HTTP/2 says GOAWAY, after which the client opens no new stream here and
+            // retries any this connection did not take.
+            if stop_requested && has_answered && answered.http2() && !closing {
                 connection.as_mut().graceful_shutdown();
                 closing = true;
             }

@@ -138,3 +138,31 @@ async fn the_drain_ends_once_no_connection_arrives_and_then_refuses_new_ones() {
         "after the drain the port refuses connections instead of queueing them"
     );
 }
+
+#[tokio::test]
+async fn a_kept_alive_http1_connection_gets_its_next_request_answered_with_connection_close() {
+    let running = start().await;
+    let (mut tls, _) = connect(running.addr, &[&running.ca])
+        .await
+        .expect("handshake");
+    get_ok(&mut tls).await.expect("served before the stop");
+    running.stop.send(()).expect("server listening");
+    running.stopped.await.expect("server saw the stop signal");
+    // The API server reuses kept-alive connections: a request it sends now must be
+    // answered, not met by a close (Go does not retry a POST that found the connection
+    // closed, so the admission would fail with EOF).
+    let response = get_ok(&mut tls)
+        .await
+        .expect("the next request on the kept-alive connection is answered");
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(
+        response.to_ascii_lowercase().contains("connection: close"),
+        "the answer tells the client not to reuse the connection: {response}"
+    );
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), tls.read_to_end(&mut rest)).await;
+    assert!(
+        matches!(read, Ok(Ok(0)) | Ok(Err(_))),
+        "the server closes the connection after that answer"
+    );
+}

@@ -1,10 +1,14 @@
 # Settings of the local cluster. Sourced; each can be overridden from the environment.
-LG_NODE_NAME=${LG_NODE_NAME:-lifeguard-node}
+# Nodes are lifeguard-node-1 .. lifeguard-node-N (`lifeguard-cluster up --nodes N`), each a
+# kubelet with its own containerd, directories, mount namespace, address,
+# pod CIDR and ports (cluster/node.sh). `up` records the names in $LG_STATE/node-names.
+LG_NODE_PREFIX=lifeguard-node
+LG_MAX_NODES=8
 # Addresses from the benchmarking range (RFC 2544): never routed, so nothing outside this
-# machine is ever addressed. The node address sits on a port-less bridge because the
-# kubelet refuses loopback node addresses and this kernel has no dummy interfaces.
-LG_NODE_IP=${LG_NODE_IP:-198.18.0.1}
-LG_POD_CIDR=${LG_POD_CIDR:-198.18.16.0/24}
+# machine is ever addressed. Node i is 198.18.0.i with pods in 198.18.(15+i).0/24; the
+# addresses sit on a port-less bridge because the kubelet refuses loopback node addresses
+# and this kernel has no dummy interfaces. The API server listens on node 1's address.
+LG_NODE_IP=198.18.0.1
 # Every node's pod CIDR lies in here; kube-proxy masquerades traffic from outside it.
 LG_CLUSTER_CIDR=${LG_CLUSTER_CIDR:-198.18.16.0/20}
 LG_SERVICE_CIDR=${LG_SERVICE_CIDR:-198.18.32.0/24}
@@ -12,7 +16,6 @@ LG_SERVICE_IP=${LG_SERVICE_IP:-198.18.32.1}
 LG_API_PORT=${LG_API_PORT:-6443}
 LG_ETCD_PORT=${LG_ETCD_PORT:-2379}
 LG_RUN=/run/lifeguard-cluster
-LG_CONTAINERD_SOCK="$LG_RUN/containerd/containerd.sock"
 LG_KUBECONFIG="$LG_STATE/kubeconfig"
 LG_PAUSE_IMAGE=lifeguard.local/pause:3.2
 LG_BUSYBOX_IMAGE=lifeguard.local/busybox:latest

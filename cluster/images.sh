@@ -17,10 +17,22 @@ CFG
   rm -rf "$tmp"
 }
 
+# import_image TAR TAG: into every node's containerd (each node has its own image store).
 import_image() {
-  local tar=$1 tag=$2
-  ctr --address "$LG_CONTAINERD_SOCK" -n k8s.io images import "$tar" >>"$LG_LOGS/images.log" 2>&1 ||
-    die "importing image $tag failed" "$LG_LOGS/images.log"
+  local tar=$1 tag=$2 n
+  for n in $(node_names); do
+    ctr --address "$(node_socket "$n")" -n k8s.io images import "$tar" >>"$LG_LOGS/images.log" 2>&1 ||
+      die "importing image $tag into $n failed" "$LG_LOGS/images.log"
+  done
+}
+
+# tag_image SOURCE TARGET: a new name for an imported image, on every node.
+tag_image() {
+  local source=$1 target=$2 n
+  for n in $(node_names); do
+    ctr --address "$(node_socket "$n")" -n k8s.io images tag --force "$source" "$target" >>"$LG_LOGS/images.log" 2>&1 ||
+      die "tagging $source as $target on $n failed" "$LG_LOGS/images.log"
+  done
 }
 
 # Base images every cluster needs: the pod sandbox (pause) and busybox for test pods.

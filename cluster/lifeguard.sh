@@ -1,42 +1,12 @@
 # Installing lifeguard into the local cluster the way users do: its own images, imported
-# into the node's containerd, and `kubectl apply -k` of the local overlay over
+# into every node's containerd, and `kubectl apply -k` of the local overlay over
 # manifests/install. Sourced by local-up after cluster/lifeguard-cluster up.
 
 LG_NAMESPACE=lifeguard-system
-# A loop-mounted ext4 image, so tests can make the storage read-only or freeze it. The
-# local overlay (manifests/local) mounts this path into the prober's DaemonSet.
-LG_PROBER_STORAGE="$LG_STATE/workspace-storage"
 # Where local-up writes the kustomization that pins the images it just built.
 LG_INSTALL_DIR="$LG_STATE/install"
 
-prober_storage() {
-  local img="$LG_STATE/workspace-storage.img"
-  mkdir -p "$LG_PROBER_STORAGE"
-  # The prober mounts the storage with HostToContainer propagation, so that it sees a disk
-  # mounted after it started; containerd allows that only on a shared (or slave) mount. The
-  # directory is bind-mounted onto itself and made shared, and the disk mounted inside it.
-  if ! findmnt -rn -o TARGET "$LG_PROBER_STORAGE" | grep -qx "$LG_PROBER_STORAGE"; then
-    mount --bind "$LG_PROBER_STORAGE" "$LG_PROBER_STORAGE" >>"$LG_LOGS/prober-storage.log" 2>&1 ||
-      die "bind-mounting the workspace storage directory failed" "$LG_LOGS/prober-storage.log"
-  fi
-  mount --make-rshared "$LG_PROBER_STORAGE" >>"$LG_LOGS/prober-storage.log" 2>&1 ||
-    die "making the workspace storage mount shared failed" "$LG_LOGS/prober-storage.log"
-  if ! findmnt -rn -o SOURCE --mountpoint "$LG_PROBER_STORAGE" | grep -q '^/dev/loop'; then
-    if [ ! -s "$img" ]; then
-      { truncate -s 64M "$img" && mkfs.ext4 -q -F "$img"; } >>"$LG_LOGS/prober-storage.log" 2>&1 ||
-        die "creating the workspace storage image failed" "$LG_LOGS/prober-storage.log"
-    fi
-    mount -o loop "$img" "$LG_PROBER_STORAGE" >>"$LG_LOGS/prober-storage.log" 2>&1 ||
-      die "mounting the workspace storage failed" "$LG_LOGS/prober-storage.log"
-    LG_PROBER_STORAGE_MOUNTED_NOW=1
-  fi
-  # An interrupted test may have left it frozen or read-only.
-  fsfreeze -u "$LG_PROBER_STORAGE" 2>/dev/null || true
-  mount -o remount,rw "$LG_PROBER_STORAGE" >>"$LG_LOGS/prober-storage.log" 2>&1 ||
-    die "making the workspace storage writable failed" "$LG_LOGS/prober-storage.log"
-}
-
-# The images images/build made, imported into the node's containerd (no registry here).
+# The images images/build made, imported into every node's containerd (no registry here).
 import_lifeguard_images() {
   images/build
   # shellcheck disable=SC1091
@@ -104,8 +74,6 @@ all_nodes_probed_healthy() {
 }
 
 install_lifeguard() {
-  apt_install e2fsprogs util-linux mount
-  prober_storage
   import_lifeguard_images
   write_install_kustomization
   # Kubernetes 1.20 does not label namespaces with kubernetes.io/metadata.name (1.21+), so
@@ -116,13 +84,6 @@ install_lifeguard() {
   kubectl apply -k "$LG_INSTALL_DIR" >>"$LG_LOGS/kubectl.log" 2>&1 || die "kubectl apply -k failed" "$LG_LOGS/kubectl.log"
   kubectl wait --for condition=established --timeout=60s crd/workspaces.lifeguard.dev crd/maintenancewindows.lifeguard.dev \
     >>"$LG_LOGS/kubectl.log" 2>&1 || die "lifeguard's CRDs not established" "$LG_LOGS/kubectl.log"
-  # After `down` and `up` the kubelet restarts the kept prober pod before the storage is
-  # mounted again, binding the bare directory underneath: that pod would probe the wrong
-  # filesystem. A fresh pod binds the mounted one.
-  if [ -n "${LG_PROBER_STORAGE_MOUNTED_NOW:-}" ]; then
-    kubectl -n "$LG_NAMESPACE" delete pods -l app.kubernetes.io/name=lifeguard-workspace-node \
-      --ignore-not-found --wait=false >>"$LG_LOGS/kubectl.log" 2>&1 || true
-  fi
   step "wait for the webhook (2), the controller (2) and the prober DaemonSet"
   local w
   for w in deploy/lifeguard-webhook deploy/lifeguard-controller ds/lifeguard-workspace-node; do

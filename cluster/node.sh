@@ -1,15 +1,50 @@
-# Node side of the local cluster: containerd, CNI and the kubelet. Sourced by lifeguard-cluster.
+# The nodes of the local cluster. Sourced by lifeguard-cluster (and by local-up, for the
+# names and paths).
+#
+# Every node is a kubelet and a containerd of its own on this machine. They share the
+# machine's network namespace (so one kube-proxy serves them all, as the host's iptables
+# are shared) but each runs in a mount namespace of its own, where:
+#   - /var/log/pods and /var/log/containers are the node's own: a kubelet garbage-collects
+#     every pod log directory there that is not one of its pods, so nodes sharing them
+#     would delete each other's logs;
+#   - $LG_PROBER_STORAGE is the node's own workspace disk (a loop-mounted ext4 image, so
+#     tests can make one node's storage read-only or freeze it), exactly the path a real
+#     node's workspace daemon would use.
+
+# The path every node's prober mounts (manifests/local). On the machine itself it stays an
+# empty directory; inside node N it is that node's disk, kept at $(node_storage N).
+LG_PROBER_STORAGE="$LG_STATE/workspace-storage"
+LG_NODES_FILE="$LG_STATE/node-names"
+
+node_names() { [ -s "$LG_NODES_FILE" ] && cat "$LG_NODES_FILE"; return 0; }
+node_name() { printf '%s-%s\n' "$LG_NODE_PREFIX" "$1"; }
+node_index() { printf '%s\n' "${1##*-}"; }
+node_ip() { printf '198.18.0.%s\n' "$(node_index "$1")"; }
+node_pod_cidr() { printf '198.18.%s.0/24\n' "$((15 + $(node_index "$1")))"; }
+node_dir() { printf '%s\n' "$LG_STATE/nodes/$1"; }
+node_run() { printf '%s\n' "$LG_RUN/nodes/$1"; }
+node_socket() { printf '%s\n' "$LG_RUN/nodes/$1/containerd.sock"; }
+node_storage() { printf '%s\n' "$LG_STATE/nodes/$1/workspace-storage"; }
+node_bridge() { printf 'lg-cni%s\n' "$(node_index "$1")"; }
+
+is_node() {
+  local n
+  for n in $(node_names); do [ "$n" = "$1" ] && return 0; done
+  return 1
+}
 
 write_containerd_config() {
-  mkdir -p "$LG_STATE/containerd" "$LG_STATE/cni/net.d" "$LG_RUN/containerd"
+  local name=$1 dir run
+  dir=$(node_dir "$name") run=$(node_run "$name")
+  mkdir -p "$dir/containerd" "$dir/cni/net.d" "$run"
   # restrict_oom_score_adj: this sandbox forbids raising oom_score_adj, and runc fails
   # with "can't get final child's PID from pipe" without it.
-  cat >"$LG_STATE/containerd/config.toml" <<CFG
+  cat >"$dir/containerd/config.toml" <<CFG
 version = 2
-root = "$LG_STATE/containerd/root"
-state = "$LG_RUN/containerd/state"
+root = "$dir/containerd/root"
+state = "$run/containerd-state"
 [grpc]
-  address = "$LG_CONTAINERD_SOCK"
+  address = "$(node_socket "$name")"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "$LG_PAUSE_IMAGE"
   restrict_oom_score_adj = true
@@ -17,18 +52,18 @@ state = "$LG_RUN/containerd/state"
     snapshotter = "$LG_SNAPSHOTTER"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
-    conf_dir = "$LG_STATE/cni/net.d"
+    conf_dir = "$dir/cni/net.d"
 CFG
-  # The default route (via the bridge, isGateway) takes pods to Service IPs and to the
-  # node address, where kube-proxy's rules and the API server are.
-  cat >"$LG_STATE/cni/net.d/10-lifeguard.conflist" <<CNI
+  # The default route (via the bridge, isGateway) takes pods to Service IPs, to the node
+  # addresses and to other nodes' bridges: all on this machine, which forwards between them.
+  cat >"$dir/cni/net.d/10-lifeguard.conflist" <<CNI
 {
   "cniVersion": "0.4.0",
   "name": "lifeguard",
   "plugins": [
-    {"type": "bridge", "bridge": "lg-cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
-     "ipam": {"type": "host-local", "ranges": [[{"subnet": "$LG_POD_CIDR"}]],
-              "routes": [{"dst": "0.0.0.0/0"}], "dataDir": "$LG_STATE/cni/ipam"}},
+    {"type": "bridge", "bridge": "$(node_bridge "$name")", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": "$(node_pod_cidr "$name")"}]],
+              "routes": [{"dst": "0.0.0.0/0"}], "dataDir": "$dir/cni/ipam"}},
     {"type": "loopback"}
   ]
 }
@@ -49,18 +84,27 @@ choose_snapshotter() {
 }
 
 write_kubelet_config() {
-  mkdir -p "$LG_STATE/kubelet"
-  cat >"$LG_STATE/kubelet/config.yaml" <<CFG
+  local name=$1 dir ip
+  dir=$(node_dir "$name") ip=$(node_ip "$name")
+  mkdir -p "$dir/kubelet"
+  # Ports: every kubelet listens on its own node address (10250, healthz 10248), so the
+  # numbers repeat; the read-only port is off. Without QoS cgroups (this sandbox cannot
+  # create them; ../shared/LOCAL-CLUSTER.md) the kubelet passes no cgroup parent, so
+  # cgroupRoot would change nothing (measured): each containerd puts a container in
+  # /k8s.io/<container id>, unique across nodes.
+  cat >"$dir/kubelet/config.yaml" <<CFG
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-address: $LG_NODE_IP
+address: $ip
+healthzBindAddress: $ip
+readOnlyPort: 0
 authentication:
   anonymous: {enabled: false}
   webhook: {enabled: true}
   x509: {clientCAFile: "$LG_STATE/pki/ca.crt"}
 authorization: {mode: Webhook}
-tlsCertFile: "$LG_STATE/pki/kubelet.crt"
-tlsPrivateKeyFile: "$LG_STATE/pki/kubelet.key"
+tlsCertFile: "$LG_STATE/pki/kubelet-$name.crt"
+tlsPrivateKeyFile: "$LG_STATE/pki/kubelet-$name.key"
 cgroupDriver: cgroupfs
 cgroupsPerQOS: false
 enforceNodeAllocatable: []
@@ -77,11 +121,118 @@ CFG
 }
 
 ensure_node_address() {
+  local name=$1
   if ! ip link show lg-node0 >/dev/null 2>&1; then
     ip link add lg-node0 type bridge || die "cannot create the lg-node0 interface"
   fi
   ip link set lg-node0 up
   # `replace` is idempotent: a bridge kept from an earlier run (the kernel's network state
   # outlives a clean checkout) already carries the address, and `add` would fail on it.
-  ip addr replace "$LG_NODE_IP/32" dev lg-node0 || die "cannot add $LG_NODE_IP to lg-node0"
+  ip addr replace "$(node_ip "$name")/32" dev lg-node0 || die "cannot add $(node_ip "$name") to lg-node0"
+}
+
+# The node's workspace disk, mounted on the machine at $(node_storage NAME). The mount is
+# shared, so the node's bind of it (and the prober's HostToContainer mount) sees changes.
+node_storage_up() {
+  local name=$1 storage img log="$LG_LOGS/storage-$1.log"
+  storage=$(node_storage "$name") img="$(node_dir "$name")/workspace-storage.img"
+  mkdir -p "$storage"
+  if ! findmnt -rn -o TARGET "$storage" | grep -qx "$storage"; then
+    mount --bind "$storage" "$storage" >>"$log" 2>&1 || die "bind-mounting $storage failed" "$log"
+  fi
+  mount --make-rshared "$storage" >>"$log" 2>&1 || die "making $storage shared failed" "$log"
+  if ! findmnt -rn -o SOURCE --mountpoint "$storage" | grep -q '^/dev/loop'; then
+    if [ ! -s "$img" ]; then
+      { truncate -s 64M "$img" && mkfs.ext4 -q -F "$img"; } >>"$log" 2>&1 ||
+        die "creating $img failed" "$log"
+    fi
+    mount -o loop "$img" "$storage" >>"$log" 2>&1 || die "mounting $img failed" "$log"
+  fi
+  # An interrupted test may have left it frozen or read-only.
+  fsfreeze -u "$storage" 2>/dev/null || true
+  mount -o remount,rw "$storage" >>"$log" 2>&1 || die "making $storage writable failed" "$log"
+}
+
+mount_namespace_ready() {
+  [ "$(readlink "/proc/$1/ns/mnt")" != "$(readlink /proc/self/ns/mnt)" ]
+}
+
+# The node's mount namespace, held open by a sleeping process. Slave propagation: mounts
+# made on the machine (the workspace disk, a test remounting it) reach the node; the
+# node's own mounts (its log directories, volumes, container filesystems) stay inside.
+node_mounts_up() {
+  local name=$1 dir pid log="$LG_LOGS/mounts-$1.log"
+  dir=$(node_dir "$name")
+  running "mounts-$name" && return 0
+  mkdir -p "$dir/pod-logs" "$dir/container-logs" /var/log/pods /var/log/containers "$LG_PROBER_STORAGE"
+  start "mounts-$name" unshare --mount --propagation slave sleep infinity
+  pid=$(pid_of "mounts-$name")
+  wait_for "mount namespace of $name" 10 "$log" "mounts-$name" mount_namespace_ready "$pid"
+  nsenter -t "$pid" -m -- sh -euc '
+    mount --bind "$1" /var/log/pods
+    mount --bind "$2" /var/log/containers
+    mount --rbind "$3" "$4"
+    mount --make-rshared "$4"' sh "$dir/pod-logs" "$dir/container-logs" "$(node_storage "$name")" \
+    "$LG_PROBER_STORAGE" >>"$log" 2>&1 || die "setting up the mounts of $name failed" "$log"
+}
+
+# in_node NAME CMD...: CMD inside the node's mount namespace.
+in_node() {
+  local name=$1
+  shift
+  nsenter -t "$(pid_of "mounts-$name")" -m -- "$@"
+}
+
+start_node() {
+  local name=$1 dir
+  dir=$(node_dir "$name")
+  step "start node $name ($(node_ip "$name"), pods $(node_pod_cidr "$name"))"
+  ensure_node_address "$name"
+  node_storage_up "$name"
+  node_mounts_up "$name"
+  local ns
+  ns=$(pid_of "mounts-$name")
+  start "containerd-$name" nsenter -t "$ns" -m -- containerd --config "$dir/containerd/config.toml"
+  wait_for "containerd of $name" 60 "$LG_LOGS/containerd-$name.log" "containerd-$name" \
+    ctr --address "$(node_socket "$name")" version
+  mkdir -p "$dir/kubelet/root" "$dir/kubelet/pki"
+  start "kubelet-$name" nsenter -t "$ns" -m -- "$LG_K8S_BIN/kubelet" --config "$dir/kubelet/config.yaml" \
+    --kubeconfig "$dir/kubelet.kubeconfig" \
+    --container-runtime remote --container-runtime-endpoint "unix://$(node_socket "$name")" \
+    --hostname-override "$name" --node-ip "$(node_ip "$name")" \
+    --root-dir "$dir/kubelet/root" --cert-dir "$dir/kubelet/pki" \
+    --node-labels lifeguard.dev/local-cluster=true
+}
+
+# Stops the node's kubelet and runtime, and with them its containers: to the cluster the
+# node is lost. Its directories, disk and mount namespace stay for `node start`.
+stop_node() {
+  local name=$1
+  stop_process "kubelet-$name"
+  # Shims outlive containerd by design; killing them ends the containers they hold.
+  pkill -9 -f "containerd-shim-runc-v2 .*-address $(node_socket "$name")" 2>/dev/null || true
+  stop_process "containerd-$name"
+}
+
+# After stop_node (and for `down`): the mount namespace and the disk go too.
+remove_node_mounts() {
+  local name=$1 storage
+  stop_process "mounts-$name"
+  storage=$(node_storage "$name")
+  fsfreeze -u "$storage" 2>/dev/null || true
+  findmnt -rn -o TARGET | grep -E "^$storage(/|$)" | sort -r | while read -r m; do
+    umount -l "$m" 2>/dev/null || true
+  done
+  ip link show "$(node_bridge "$name")" >/dev/null 2>&1 && ip link delete "$(node_bridge "$name")"
+  rm -rf "$(node_dir "$name")/cni/ipam"
+}
+
+node_ready() {
+  [ "$(kc get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
+}
+
+wait_node_ready() {
+  local name=$1
+  step "wait for node $name to be Ready"
+  wait_for "node $name" 180 "$LG_LOGS/kubelet-$name.log" "kubelet-$name" node_ready "$name"
 }

@@ -41,14 +41,25 @@ subjectAltName=IP:127.0.0.1,IP:$LG_NODE_IP,IP:$LG_SERVICE_IP,DNS:localhost,DNS:k
   issue_cert scheduler "/CN=system:kube-scheduler" "$client"
   # system:kube-proxy is bound to the built-in system:node-proxier ClusterRole.
   issue_cert kube-proxy "/CN=system:kube-proxy" "$client"
-  issue_cert kubelet-client "/O=system:nodes/CN=system:node:$LG_NODE_NAME" "$client"
-  issue_cert kubelet "/CN=$LG_NODE_NAME" "$server
-subjectAltName=IP:$LG_NODE_IP,IP:127.0.0.1,DNS:$LG_NODE_NAME,DNS:localhost"
   if [ ! -s "$dir/sa.key" ]; then
     openssl genrsa -out "$dir/sa.key" 2048 2>>"$LG_LOGS/pki.log" &&
       openssl rsa -in "$dir/sa.key" -pubout -out "$dir/sa.pub" 2>>"$LG_LOGS/pki.log" ||
       die "creating the service-account key failed" "$LG_LOGS/pki.log"
   fi
+}
+
+# make_node_pki NAME: the node's kubelet client certificate (the Node authorizer knows it
+# by its name) and serving certificate (for its address), and its kubeconfig.
+make_node_pki() {
+  local name=$1 ip
+  ip=$(node_ip "$name")
+  issue_cert "kubelet-client-$name" "/O=system:nodes/CN=system:node:$name" "$LG_CLIENT_EXT"
+  issue_cert "kubelet-$name" "/CN=$name" "basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=serverAuth
+subjectAltName=IP:$ip,DNS:$name"
+  mkdir -p "$(node_dir "$name")"
+  write_kubeconfig "$(node_dir "$name")/kubelet.kubeconfig" "kubelet-client-$name"
 }
 
 # write_kubeconfig FILE CERT-NAME: a kubeconfig that authenticates with that client cert.

@@ -64,7 +64,7 @@ start_control_plane() {
     --authentication-kubeconfig "$LG_STATE/controller-manager.kubeconfig" \
     --authorization-kubeconfig "$LG_STATE/controller-manager.kubeconfig" \
     --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
-    --controllers '*,-nodeipam,-nodelifecycle' --use-service-account-credentials \
+    --controllers '*,-nodeipam' --use-service-account-credentials \
     --leader-elect=false --bind-address 127.0.0.1 --port 0
   start kube-scheduler "$bin/kube-scheduler" --kubeconfig "$LG_STATE/scheduler.kubeconfig" \
     --authentication-kubeconfig "$LG_STATE/scheduler.kubeconfig" \
@@ -72,54 +72,39 @@ start_control_plane() {
     --leader-elect=false --bind-address 127.0.0.1 --port 0
 }
 
-start_node() {
-  step "start containerd"
-  start containerd containerd --config "$LG_STATE/containerd/config.toml"
-  wait_for "containerd" 60 "$LG_LOGS/containerd.log" containerd ctr --address "$LG_CONTAINERD_SOCK" version
-
-  step "start kubelet"
-  mkdir -p "$LG_STATE/kubelet/root" "$LG_STATE/kubelet/pki"
-  start kubelet "$LG_K8S_BIN/kubelet" --config "$LG_STATE/kubelet/config.yaml" \
-    --kubeconfig "$LG_STATE/kubelet-client.kubeconfig" \
-    --container-runtime remote --container-runtime-endpoint "unix://$LG_CONTAINERD_SOCK" \
-    --hostname-override "$LG_NODE_NAME" --node-ip "$LG_NODE_IP" \
-    --root-dir "$LG_STATE/kubelet/root" --cert-dir "$LG_STATE/kubelet/pki" \
-    --node-labels lifeguard.dev/local-cluster=true
-}
-
 # kube-proxy in iptables mode makes Service IPs route: pods reach the API server through
 # the `kubernetes` Service, and the API server reaches the webhook through its Service.
 start_kube_proxy() {
   step "start kube-proxy (iptables mode)"
   # Pods on one node's bridge reach pods of another bridge, and Service DNAT on the host
-  # forwards between them.
+  # forwards between them. The nodes share this machine's network namespace, so one
+  # kube-proxy writes the rules for all of them (it runs as node 1's).
   sysctl -qw net.ipv4.ip_forward=1 >>"$LG_LOGS/kube-proxy.log" 2>&1 ||
     die "cannot enable IPv4 forwarding" "$LG_LOGS/kube-proxy.log"
   start kube-proxy "$LG_K8S_BIN/kube-proxy" --kubeconfig "$LG_STATE/kube-proxy.kubeconfig" \
-    --proxy-mode iptables --hostname-override "$LG_NODE_NAME" --cluster-cidr "$LG_CLUSTER_CIDR" \
+    --proxy-mode iptables --hostname-override "$(node_name 1)" --cluster-cidr "$LG_CLUSTER_CIDR" \
     --healthz-bind-address 127.0.0.1:10256 --metrics-bind-address 127.0.0.1:10249 \
     --conntrack-max-per-core 0 --iptables-sync-period 10s
   wait_for "kube-proxy" 60 "$LG_LOGS/kube-proxy.log" kube-proxy curl -fsS http://127.0.0.1:10256/healthz
 }
 
-node_ready() {
-  [ "$(kc get node "$LG_NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
-}
-
-wait_node_ready() {
-  step "wait for node $LG_NODE_NAME to be Ready"
-  wait_for "node $LG_NODE_NAME" 180 "$LG_LOGS/kubelet.log" kubelet node_ready
-  # The kubelet registers with this taint and the node-lifecycle controller would lift it;
-  # that controller is off here, because on one node its evictions only disturb tests.
-  local taints
-  taints=$(kc get node "$LG_NODE_NAME" -o jsonpath='{.spec.taints[*].key}')
-  if [[ $taints == *node.kubernetes.io/not-ready* ]]; then
-    kc taint node "$LG_NODE_NAME" node.kubernetes.io/not-ready- >>"$LG_LOGS/kubectl.log" 2>&1 ||
-      die "removing the not-ready taint failed" "$LG_LOGS/kubectl.log"
-  fi
+# The node lifecycle controller taints a node not-ready until its kubelet reports Ready,
+# and marks a node whose kubelet stopped reporting (`node stop`) NotReady after 40 s.
+wait_service_account() {
   step "wait for the default service account"
   wait_for "service-account controller" 120 "$LG_LOGS/kube-controller-manager.log" kube-controller-manager \
     kc -n default get serviceaccount default
+}
+
+# Node objects of nodes this cluster no longer has (fewer --nodes, or the single node of
+# an older layout) would keep DaemonSet pods pending forever.
+forget_removed_nodes() {
+  local n
+  for n in $(kc get nodes -l lifeguard.dev/local-cluster=true -o name 2>/dev/null); do
+    is_node "${n#node/}" && continue
+    step "delete ${n}: not part of this cluster any more"
+    kc delete "$n" --wait=false >>"$LG_LOGS/kubectl.log" 2>&1 || true
+  done
 }
 
 stop_process() {
@@ -136,50 +121,60 @@ stop_process() {
 
 stop_all() {
   step "stop lifeguard"
-  local p
+  local p n
   for p in "$LG_RUN"/lifeguard-*.pid; do
     [ -e "$p" ] && stop_process "$(basename "$p" .pid)"
   done
-  step "stop kubelet and kube-proxy"
-  stop_process kubelet
+  step "stop kube-proxy"
   stop_process kube-proxy
   # Drop the Service rules, so a stopped cluster leaves no NAT behind.
   [ -x "$LG_K8S_BIN/kube-proxy" ] && "$LG_K8S_BIN/kube-proxy" --cleanup >>"$LG_LOGS/kube-proxy.log" 2>&1 || true
-  step "stop containers and containerd"
-  # Shims outlive containerd by design; killing them ends the containers they hold.
-  pkill -9 -f "containerd-shim-runc-v2 .*-address $LG_CONTAINERD_SOCK" 2>/dev/null || true
-  stop_process containerd
+  for n in $(node_names); do
+    step "stop node $n (kubelet, containers, containerd)"
+    stop_node "$n"
+  done
   step "stop the control plane"
   local c
   for c in kube-scheduler kube-controller-manager kube-apiserver etcd; do stop_process "$c"; done
   step "unmount and remove pod networking"
+  for n in $(node_names); do remove_node_mounts "$n"; done
   findmnt -rn -o TARGET | grep -E "^($LG_STATE|$LG_RUN)/" | sort -r | while read -r m; do
     umount -l "$m" 2>/dev/null || true
   done
-  local ns
   for ns in $(ip netns list 2>/dev/null | awk '/^cni-/ {print $1}'); do ip netns delete "$ns" 2>/dev/null || true; done
+  # lg-cni0 is the single node's bridge of an older layout.
   ip link show lg-cni0 >/dev/null 2>&1 && ip link delete lg-cni0
   ip link show lg-node0 >/dev/null 2>&1 && ip link delete lg-node0
-  rm -rf "$LG_STATE/cni/ipam"
   say "cluster is down (state kept in $LG_STATE; 'reset' forgets it)"
 }
 
 show_status() {
-  local c rc=0
-  for c in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy; do
+  local c n rc=0
+  for c in etcd kube-apiserver kube-controller-manager kube-scheduler kube-proxy; do
     if running "$c"; then
-      printf '%-24s running (pid %s)\n' "$c" "$(pid_of "$c")"
+      printf '%-34s running (pid %s)\n' "$c" "$(pid_of "$c")"
     else
-      printf '%-24s stopped\n' "$c"
+      printf '%-34s stopped\n' "$c"
       rc=1
     fi
   done
-  if running kube-apiserver && node_ready; then
-    say "node $LG_NODE_NAME: Ready"
-  else
-    say "node $LG_NODE_NAME: not ready"
-    rc=1
-  fi
+  for n in $(node_names); do
+    for c in "containerd-$n" "kubelet-$n"; do
+      if running "$c"; then
+        printf '%-34s running (pid %s)\n' "$c" "$(pid_of "$c")"
+      else
+        printf '%-34s stopped\n' "$c"
+        rc=1
+      fi
+    done
+    if running kube-apiserver && node_ready "$n"; then
+      say "node $n ($(node_ip "$n")): Ready"
+    else
+      say "node $n ($(node_ip "$n")): not ready"
+      rc=1
+    fi
+  done
+  [ -n "$(node_names)" ] || { say "no nodes (lifeguard-cluster up)"; rc=1; }
   say "kubeconfig: $LG_KUBECONFIG   logs: $LG_LOGS"
   return $rc
 }

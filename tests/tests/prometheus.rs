@@ -243,8 +243,14 @@ async fn the_probers_checks_are_counted_and_its_verdict_exported() {
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     assert!(after.is_some(), "{checks} stayed at {before} for 60s");
-    let verdicts = value(r#"sum(lifeguard_prober_verdict{job="lifeguard-prober"})"#).unwrap();
-    assert_eq!(verdicts, Some(1.0), "exactly one verdict is current");
+    // Every prober (one per node) has exactly one current verdict.
+    for aggregate in ["max", "min"] {
+        let verdicts = value(&format!(
+            r#"{aggregate}(sum by (pod) (lifeguard_prober_verdict{{job="lifeguard-prober"}}))"#
+        ))
+        .unwrap();
+        assert_eq!(verdicts, Some(1.0), "exactly one verdict is current ({aggregate})");
+    }
     let volume = value(r#"sum(lifeguard_prober_check_duration_seconds_count{job="lifeguard-prober",check="volume"})"#).unwrap();
     assert!(
         volume.is_some_and(|v| v > 0.0),
@@ -280,7 +286,8 @@ async fn a_failing_probe_shows_in_prometheus_and_raises_the_node_alert() {
     let seen = async {
         wait_above(failures, before).await?;
         wait_value(
-            r#"lifeguard_prober_verdict{job="lifeguard-prober",verdict="unhealthy"}"#,
+            // One series per node; the probed node's turns unhealthy.
+            r#"lifeguard_prober_verdict{job="lifeguard-prober",node="lifeguard-node-1",verdict="unhealthy"}"#,
             1.0,
             Duration::from_secs(60),
         )
@@ -306,7 +313,7 @@ async fn a_failing_probe_shows_in_prometheus_and_raises_the_node_alert() {
     .expect("taint removed");
     seen.unwrap();
     wait_value(
-        r#"lifeguard_prober_verdict{job="lifeguard-prober",verdict="healthy"}"#,
+        r#"lifeguard_prober_verdict{job="lifeguard-prober",node="lifeguard-node-1",verdict="healthy"}"#,
         1.0,
         SCRAPE_WAIT,
     )

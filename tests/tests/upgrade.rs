@@ -21,28 +21,19 @@ use lifeguard_e2e::{
 };
 use serde_json::json;
 
-const CONTAINERD: &str = "/run/lifeguard-cluster/containerd/containerd.sock";
 const WORKSPACES: usize = 12;
 
+/// A new name for an installed image on every node (each node has its own image store).
 fn retag(image: &str, suffix: &str) -> anyhow::Result<String> {
     let new = format!("{image}-{suffix}");
-    let out = Command::new("ctr")
-        .args([
-            "--address",
-            CONTAINERD,
-            "-n",
-            "k8s.io",
-            "images",
-            "tag",
-            "--force",
-            image,
-            &new,
-        ])
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../cluster/lifeguard-cluster");
+    let out = Command::new(script)
+        .args(["tag-image", image, &new])
         .output()
-        .context("running ctr")?;
+        .context("running cluster/lifeguard-cluster tag-image")?;
     ensure!(
         out.status.success(),
-        "ctr images tag {image}: {}",
+        "tag-image {image}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     Ok(new)

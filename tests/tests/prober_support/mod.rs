@@ -1,6 +1,7 @@
-//! Shared by the prober's end-to-end tests: the installed prober (a DaemonSet pod on the
-//! node's pod network), its workspace storage (a loop-mounted ext4 image, see
-//! cluster/lifeguard.sh) and guards that undo every disruption, also on failure.
+//! Shared by the prober's end-to-end tests: the installed prober on one node (a DaemonSet
+//! pod on the node's pod network), that node's workspace storage (a loop-mounted ext4
+//! image, see cluster/node.sh) and guards that undo every disruption, also on failure.
+//! The other nodes are left alone: what these tests break is one node's.
 
 #![allow(dead_code)]
 
@@ -14,7 +15,11 @@ use kube::api::{Api, ListParams};
 use kube::{Client, ResourceExt};
 use serde_json::Value;
 
-pub const STORAGE: &str = "/var/lib/lifeguard-cluster/workspace-storage";
+/// The node whose prober and storage these tests use.
+pub const PROBED_NODE: &str = "lifeguard-node-1";
+/// That node's workspace disk as this machine sees it; inside the node it is mounted at
+/// /var/lib/lifeguard-cluster/workspace-storage, the path the prober's DaemonSet names.
+pub const STORAGE: &str = "/var/lib/lifeguard-cluster/nodes/lifeguard-node-1/workspace-storage";
 pub const NAMESPACE: &str = "lifeguard-system";
 /// Where the prober creates its throwaway pods (its `--probe-namespace` default).
 pub const PROBE_NAMESPACE: &str = "lifeguard-probes";
@@ -63,8 +68,8 @@ pub fn cluster_lock(exclusive: bool) -> anyhow::Result<File> {
     Ok(file)
 }
 
-/// The running prober pod that is not being deleted, as (name, pod IP), read with kubectl
-/// (a replaced pod has a new name and IP).
+/// The running prober pod on [`PROBED_NODE`] that is not being deleted, as (name, pod IP),
+/// read with kubectl (a replaced pod has a new name and IP).
 fn running_prober() -> anyhow::Result<(String, String)> {
     let kubeconfig =
         std::env::var("KUBECONFIG").unwrap_or_else(|_| lifeguard_e2e::LOCAL_KUBECONFIG.to_string());
@@ -77,7 +82,7 @@ fn running_prober() -> anyhow::Result<(String, String)> {
             "pods",
             "-l",
             DAEMONSET_SELECTOR,
-            "--field-selector=status.phase=Running",
+            &format!("--field-selector=status.phase=Running,spec.nodeName={PROBED_NODE}"),
             "-o",
             "jsonpath={range .items[*]}{.metadata.deletionTimestamp}/{.metadata.name}/{.status.podIP}{\"\\n\"}{end}",
         ])
@@ -170,8 +175,7 @@ pub fn metric(series: &str) -> anyhow::Result<f64> {
 }
 
 pub async fn node(client: &Client) -> anyhow::Result<Node> {
-    let name = lifeguard_e2e::node_name(client).await?;
-    Ok(Api::<Node>::all(client.clone()).get(&name).await?)
+    Ok(Api::<Node>::all(client.clone()).get(PROBED_NODE).await?)
 }
 
 /// Our condition on the node: (status, reason, message).
@@ -224,11 +228,15 @@ pub async fn wait_node(
     }
 }
 
-/// The prober's DaemonSet pod on this node.
+/// The prober's DaemonSet pod on [`PROBED_NODE`].
 pub async fn prober_pod(client: &Client) -> anyhow::Result<Pod> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
     let list = pods
-        .list(&ListParams::default().labels(DAEMONSET_SELECTOR))
+        .list(
+            &ListParams::default()
+                .labels(DAEMONSET_SELECTOR)
+                .fields(&format!("spec.nodeName={PROBED_NODE}")),
+        )
         .await?;
     list.items
         .into_iter()
@@ -320,7 +328,8 @@ impl Drop for FrozenStorage {
     }
 }
 
-/// Pid of the prober process of the (single) running prober pod, found on this machine.
+/// Pid of the prober process of the running prober pod on [`PROBED_NODE`], found on this
+/// machine (every node's processes are this machine's).
 pub fn prober_pid() -> anyhow::Result<u32> {
     let (pod, _) = running_prober()?;
     lifeguard_e2e::local_pid(&pod, "lifeguard-prober")
@@ -330,10 +339,15 @@ pub fn probe_pods_selector() -> &'static str {
     "lifeguard.dev/probe=container"
 }
 
+/// The throwaway probe pods of [`PROBED_NODE`]'s prober (each is pinned to its node).
 pub async fn probe_pods(client: &Client) -> anyhow::Result<Vec<String>> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), PROBE_NAMESPACE);
     Ok(pods
-        .list(&ListParams::default().labels(probe_pods_selector()))
+        .list(
+            &ListParams::default()
+                .labels(probe_pods_selector())
+                .fields(&format!("spec.nodeName={PROBED_NODE}")),
+        )
         .await?
         .items
         .iter()

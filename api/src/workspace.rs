@@ -145,4 +145,7 @@ pub mod condition {
     pub const POD_CONFLICT: &str = "PodConflict";
     /// True while the API refuses to create the workspace's pod; the message is the API's.
     pub const POD_CREATE_FAILED: &str = "PodCreateFailed";
+    /// True while the workspace's pod is bound to a node that has not been Ready for the
+    /// controller's `--node-lost-after`, or that was removed.
+    pub const NODE_LOST: &str = "NodeLost";
 }

@@ -31,6 +31,12 @@ pub struct Config {
     /// finalizer is released anyway.
     #[arg(long, env = "LIFEGUARD_DISPOSAL_TIMEOUT", default_value = "2m", value_parser = parse_duration)]
     pub disposal_timeout: SignedDuration,
+    /// How long a workspace's node may be not Ready (its kubelet silent, or reporting
+    /// NotReady) before the Workspace says `NodeLost` with a Warning Event. Kubernetes
+    /// itself marks a silent node after its grace period (40 s by default), so the total
+    /// is that plus this.
+    #[arg(long, env = "LIFEGUARD_NODE_LOST_AFTER", default_value = "1m", value_parser = parse_duration)]
+    pub node_lost_after: SignedDuration,
     /// Kubelet rejection reasons to treat as transient (re-create), in addition to the
     /// built-in catalogue and overriding it (comma-separated; a trailing * matches a prefix).
     #[arg(
@@ -115,6 +121,7 @@ impl Config {
             backoff_max: self.backoff_max,
             max_retries: self.max_retries,
             disposal_timeout: self.disposal_timeout,
+            node_lost_after: self.node_lost_after,
             reasons: Classifier::new(
                 self.transient_rejection_reasons.iter().cloned(),
                 self.permanent_rejection_reasons.iter().cloned(),

@@ -8,6 +8,8 @@ pub mod finalizers;
 pub mod leader;
 pub mod memory;
 pub mod metrics;
+pub mod node_loss;
+pub mod nodes;
 pub mod plan;
 pub mod podspec;
 pub mod reconcile;
@@ -189,11 +191,25 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         controller: "lifeguard-controller".into(),
         instance: Some(identity),
     };
+    let (nodes, node_triggers) = nodes::watch(client.clone());
+    let nodes_ready = Arc::new(AtomicBool::new(false));
+    {
+        // Until the first list is in, an absent node means "not seen yet", not "removed":
+        // node_loss stays silent until then.
+        let (nodes, nodes_ready) = (nodes.clone(), nodes_ready.clone());
+        tokio::spawn(async move {
+            if nodes.wait_until_ready().await.is_ok() {
+                nodes_ready.store(true, Ordering::Release);
+            }
+        });
+    }
     let context = Arc::new(Context {
         client: client.clone(),
         settings,
         reporter,
         metrics: metrics.clone(),
+        nodes,
+        nodes_ready,
     });
     // Only the identity of each Workspace is cached: the reconciler reads it fresh, and
     // managedFields alone would be most of a cached object's memory.
@@ -221,6 +237,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             Api::<PartialObjectMeta<Pod>>::all(client.clone()),
             watcher::Config::default().labels(WORKSPACE_LABEL),
         )
+        .reconcile_on(node_triggers)
         .with_config(ControllerConfig::default().concurrency(config.concurrency));
     let counter = tokio::spawn(count_phases(client.clone(), metrics.clone()));
     let workspaces = controller

@@ -30,6 +30,9 @@ pub struct Settings {
     /// How long a deleting pod may take to terminate its containers before the disposal
     /// finalizer is released anyway.
     pub disposal_timeout: SignedDuration,
+    /// How long a pod's node may be not Ready before the workspace says NodeLost
+    /// (`node_loss`).
+    pub node_lost_after: SignedDuration,
     /// Which kubelet rejection reasons are transient or permanent.
     pub reasons: Classifier,
     /// Replacement pods prefer other nodes than the one that refused their predecessor.
@@ -47,6 +50,7 @@ impl Default for Settings {
             backoff_max: SignedDuration::from_mins(5),
             max_retries: 3,
             disposal_timeout: SignedDuration::from_secs(120),
+            node_lost_after: SignedDuration::from_secs(60),
             reasons: Classifier::default(),
             avoid_refusing_node: true,
             create_backoff: SignedDuration::from_secs(5),

@@ -2,6 +2,7 @@
 //! performs it. All decisions live in `plan`; this file only does I/O.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -10,6 +11,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action as Requeue;
 use kube::runtime::events::{Event, EventType, Reporter};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use lifeguard_api::names::{POD_FINALIZER, WORKSPACE_FINALIZER, pod_name};
 use lifeguard_api::rejection::RejectionClass;
@@ -18,6 +20,8 @@ use serde_json::json;
 
 use crate::finalizers::{self, Removal};
 use crate::metrics::Metrics;
+use crate::node_loss::{self, NodeLossStep};
+use crate::nodes::NodeStore;
 use crate::plan::{
     Action, CreateRefusal, REJECTED_AFTER_RUNNING, Settings, create_retry_at, plan,
     record_create_refusal,
@@ -31,6 +35,9 @@ pub struct Context {
     /// Names this replica in Events (`lifeguard_api::events`).
     pub reporter: Reporter,
     pub metrics: Metrics,
+    /// Node readiness (`nodes`), and whether its first list is in.
+    pub nodes: NodeStore,
+    pub nodes_ready: Arc<AtomicBool>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -137,7 +144,76 @@ pub async fn reconcile(
     };
     let pod = pods.get_opt(&pod_name(&name)).await?;
     let now = Timestamp::now();
-    let action = plan(&ws, pod.as_ref(), now, &ctx.settings);
+    let recheck_node = match node_loss_step(&ctx, &ws, pod.as_ref(), now) {
+        NodeLossStep::Nothing => None,
+        NodeLossStep::RecheckAt(at) => Some(at),
+        NodeLossStep::Lost { status, note } => {
+            write_status(&workspaces, &ws, &status).await?;
+            ctx.metrics
+                .reconciles
+                .with_label_values(&["node_lost"])
+                .inc();
+            event(&ctx, &ws, EventType::Warning, "NodeLost", note).await;
+            return Ok(Requeue::requeue(AFTER_WRITE));
+        }
+        NodeLossStep::Back { status, note } => {
+            write_status(&workspaces, &ws, &status).await?;
+            ctx.metrics
+                .reconciles
+                .with_label_values(&["node_back"])
+                .inc();
+            event(&ctx, &ws, EventType::Normal, "NodeRecovered", note).await;
+            return Ok(Requeue::requeue(AFTER_WRITE));
+        }
+    };
+    let requeue = reconcile_plan(&ctx, &ws, &workspaces, &pods, pod.as_ref(), now).await?;
+    Ok(match recheck_node {
+        // A node that is not Ready yet counts as lost at `at`: an idle workspace looks
+        // again then (one with a timer of its own looks again at that timer, and again).
+        Some(at) if requeue == Requeue::await_change() => Requeue::requeue(
+            at.duration_since(now)
+                .unsigned_abs()
+                .max(Duration::from_millis(100)),
+        ),
+        _ => requeue,
+    })
+}
+
+/// The NodeLost step for this workspace, once the node cache is filled.
+fn node_loss_step(
+    ctx: &Context,
+    ws: &Workspace,
+    pod: Option<&Pod>,
+    now: Timestamp,
+) -> NodeLossStep {
+    if !ctx.nodes_ready.load(Ordering::Acquire) {
+        return NodeLossStep::Nothing;
+    }
+    let node = pod
+        .filter(|p| crate::plan::controlled_by(p, ws))
+        .and_then(|p| p.spec.as_ref()?.node_name.clone());
+    let health = node
+        .as_ref()
+        .map(|n| node_loss::node_health(ctx.nodes.get(&ObjectRef::new(n)).as_deref()));
+    node_loss::step(
+        ws,
+        node.as_deref().zip(health.as_ref()),
+        now,
+        ctx.settings.node_lost_after,
+    )
+}
+
+async fn reconcile_plan(
+    ctx: &Arc<Context>,
+    ws: &Workspace,
+    workspaces: &Api<Workspace>,
+    pods: &Api<Pod>,
+    pod: Option<&Pod>,
+    now: Timestamp,
+) -> Result<Requeue, Error> {
+    let name = ws.name_any();
+    let namespace = ws.namespace().unwrap_or_default();
+    let action = plan(ws, pod, now, &ctx.settings);
     ctx.metrics
         .reconciles
         .with_label_values(&[action_name(&action)])
@@ -145,14 +221,14 @@ pub async fn reconcile(
     tracing::debug!(workspace = %name, %namespace, action = action_name(&action), "reconcile");
     match action {
         Action::AddWorkspaceFinalizer => {
-            finalizers::add(&workspaces, &ws, WORKSPACE_FINALIZER).await?
+            finalizers::add(workspaces, ws, WORKSPACE_FINALIZER).await?
         }
         Action::CreatePod { start, recreation } => {
-            return create_pod(&ctx, &ws, &workspaces, &pods, start, recreation).await;
+            return create_pod(ctx, ws, workspaces, pods, start, recreation).await;
         }
-        Action::UpdateStatus(status) => write_status(&workspaces, &ws, &status).await?,
+        Action::UpdateStatus(status) => write_status(workspaces, ws, &status).await?,
         Action::RecordRejection(status) => {
-            write_status(&workspaces, &ws, &status).await?;
+            write_status(workspaces, ws, &status).await?;
             if let Some(r) = &status.last_rejection {
                 let class = r.class.unwrap_or(RejectionClass::Transient);
                 let label = ctx.settings.reasons.classify(&r.reason).label;
@@ -177,11 +253,11 @@ pub async fn reconcile(
                     r.reason,
                     r.message
                 );
-                event(&ctx, &ws, EventType::Warning, reason, note).await;
+                event(ctx, ws, EventType::Warning, reason, note).await;
             }
         }
         Action::RecordRejectedAfterRunning(status) => {
-            write_status(&workspaces, &ws, &status).await?;
+            write_status(workspaces, ws, &status).await?;
             if let Some(r) = &status.last_rejection {
                 let label = ctx.settings.reasons.classify(&r.reason).label;
                 ctx.metrics
@@ -195,11 +271,11 @@ pub async fn reconcile(
                     r.reason,
                     r.message
                 );
-                event(&ctx, &ws, EventType::Warning, REJECTED_AFTER_RUNNING, note).await;
+                event(ctx, ws, EventType::Warning, REJECTED_AFTER_RUNNING, note).await;
             }
         }
         Action::GiveUp(status) => {
-            write_status(&workspaces, &ws, &status).await?;
+            write_status(workspaces, ws, &status).await?;
             let reason = status
                 .last_rejection
                 .as_ref()
@@ -211,7 +287,7 @@ pub async fn reconcile(
                 .find(|c| c.type_ == "Failed")
                 .map(|c| c.message.clone())
                 .unwrap_or_default();
-            event(&ctx, &ws, EventType::Warning, "GaveUp", note).await;
+            event(ctx, ws, EventType::Warning, "GaveUp", note).await;
         }
         Action::DeletePod {
             grace_seconds,
@@ -230,7 +306,7 @@ pub async fn reconcile(
                 match pods.delete(&pod.name_any(), &params).await {
                     Ok(_) => {
                         let note = format!("deleted pod {}: {cause}", pod.name_any());
-                        event(&ctx, &ws, EventType::Normal, "PodDeleted", note).await;
+                        event(ctx, ws, EventType::Normal, "PodDeleted", note).await;
                     }
                     Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
                     Err(e) => return Err(e.into()),
@@ -238,7 +314,7 @@ pub async fn reconcile(
             }
         }
         Action::ReleasePod => {
-            let removal = finalizers::remove(&pods, &pod_name(&name), POD_FINALIZER).await?;
+            let removal = finalizers::remove(pods, &pod_name(&name), POD_FINALIZER).await?;
             if matches!(removal, Removal::Removed { .. }) {
                 let phase = ws.status.as_ref().and_then(|s| s.phase);
                 let note = format!(
@@ -246,13 +322,13 @@ pub async fn reconcile(
                     pod_name(&name),
                     phase.map_or("unknown", |p| p.as_str())
                 );
-                event(&ctx, &ws, EventType::Normal, "PodReleased", note).await;
+                event(ctx, ws, EventType::Normal, "PodReleased", note).await;
             }
-            count_removal(&ctx, "Pod", removal);
+            count_removal(ctx, "Pod", removal);
         }
         Action::RemoveWorkspaceFinalizer => {
-            let removal = finalizers::remove(&workspaces, &name, WORKSPACE_FINALIZER).await;
-            count_removal(&ctx, "Workspace", removal?);
+            let removal = finalizers::remove(workspaces, &name, WORKSPACE_FINALIZER).await;
+            count_removal(ctx, "Workspace", removal?);
         }
         Action::WaitUntil(t) => {
             let wait = t

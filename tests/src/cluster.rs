@@ -102,3 +102,25 @@ pub async fn apply_crds(client: &Client) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// Reasons of the Events recorded about Workspace `name`, oldest first.
+pub async fn workspace_event_reasons(
+    client: &Client,
+    ns: &str,
+    name: &str,
+) -> anyhow::Result<Vec<String>> {
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), ns);
+    let mut about: Vec<k8s_openapi::api::events::v1::Event> = events
+        .list(&Default::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.regarding.as_ref().is_some_and(|r| {
+                r.kind.as_deref() == Some("Workspace") && r.name.as_deref() == Some(name)
+            })
+        })
+        .collect();
+    about.sort_by_key(|e| e.event_time.clone().map(|t| t.0));
+    Ok(about.into_iter().filter_map(|e| e.reason).collect())
+}

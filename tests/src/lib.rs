@@ -11,7 +11,9 @@ mod rejector;
 mod wait;
 
 pub use admissions::Admissions;
-pub use cluster::{BUSYBOX_IMAGE, LOCAL_KUBECONFIG, apply_crds, client, node_name};
+pub use cluster::{
+    BUSYBOX_IMAGE, LOCAL_KUBECONFIG, apply_crds, client, node_name, workspace_event_reasons,
+};
 pub use components::{
     CONTROLLER_LEASE, Component, LIFEGUARD_NAMESPACE, arg_value, controller_leader,
     declared_container, http_get, kill_pod, local_pid, metric_sum, metric_value, ops_url,

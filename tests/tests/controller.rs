@@ -12,7 +12,7 @@ use lifeguard_api::maintenance::MaintenanceWindow;
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
     BUSYBOX_IMAGE, NAMESPACE_LABEL, Rejector, apply_crds, node_name, unique_name, wait_for,
-    wait_gone, with_namespace,
+    wait_gone, with_namespace, workspace_event_reasons,
 };
 use serde_json::{Value, json};
 
@@ -39,24 +39,6 @@ fn workspace(name: &str, spec_fields: Value, meta_fields: Value) -> anyhow::Resu
 
 fn phase(ws: &Workspace) -> Option<WorkspacePhase> {
     ws.status.as_ref().and_then(|s| s.phase)
-}
-
-/// Reasons of the Events recorded about Workspace `name`, oldest first.
-async fn event_reasons(client: &Client, ns: &str, name: &str) -> anyhow::Result<Vec<String>> {
-    let events: Api<Event> = Api::namespaced(client.clone(), ns);
-    let mut about: Vec<Event> = events
-        .list(&Default::default())
-        .await?
-        .items
-        .into_iter()
-        .filter(|e| {
-            e.regarding.as_ref().is_some_and(|r| {
-                r.kind.as_deref() == Some("Workspace") && r.name.as_deref() == Some(name)
-            })
-        })
-        .collect();
-    about.sort_by_key(|e| e.event_time.clone().map(|t| t.0));
-    Ok(about.into_iter().filter_map(|e| e.reason).collect())
 }
 
 async fn rejector(client: &Client) -> anyhow::Result<Rejector> {
@@ -103,7 +85,7 @@ async fn workspace_runs_with_a_finalized_pod() {
                 .contains(&"lifeguard.dev/disposal".to_string())
         );
         assert_eq!(
-            event_reasons(&client, &ns, "alice").await?,
+            workspace_event_reasons(&client, &ns, "alice").await?,
             vec!["PodCreated"],
             "`kubectl describe workspace alice` says the pod was created"
         );
@@ -163,7 +145,7 @@ async fn rejected_pod_comes_back_with_the_same_name() {
                 .map(String::as_str),
             Some("1")
         );
-        let reasons = event_reasons(&client, &ns, "bob").await?;
+        let reasons = workspace_event_reasons(&client, &ns, "bob").await?;
         for expected in [
             "PodCreated",
             "PodRejected",

@@ -249,7 +249,11 @@ async fn the_probers_checks_are_counted_and_its_verdict_exported() {
             r#"{aggregate}(sum by (pod) (lifeguard_prober_verdict{{job="lifeguard-prober"}}))"#
         ))
         .unwrap();
-        assert_eq!(verdicts, Some(1.0), "exactly one verdict is current ({aggregate})");
+        assert_eq!(
+            verdicts,
+            Some(1.0),
+            "exactly one verdict is current ({aggregate})"
+        );
     }
     let volume = value(r#"sum(lifeguard_prober_check_duration_seconds_count{job="lifeguard-prober",check="volume"})"#).unwrap();
     assert!(

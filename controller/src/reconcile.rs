@@ -144,28 +144,30 @@ pub async fn reconcile(
     };
     let pod = pods.get_opt(&pod_name(&name)).await?;
     let now = Timestamp::now();
-    let recheck_node = match node_loss_step(&ctx, &ws, pod.as_ref(), now) {
-        NodeLossStep::Nothing => None,
-        NodeLossStep::RecheckAt(at) => Some(at),
-        NodeLossStep::Lost { status, note } => {
-            write_status(&workspaces, &ws, &status).await?;
-            ctx.metrics
-                .reconciles
-                .with_label_values(&["node_lost"])
-                .inc();
-            event(&ctx, &ws, EventType::Warning, "NodeLost", note).await;
-            return Ok(Requeue::requeue(AFTER_WRITE));
-        }
-        NodeLossStep::Back { status, note } => {
-            write_status(&workspaces, &ws, &status).await?;
-            ctx.metrics
-                .reconciles
-                .with_label_values(&["node_back"])
-                .inc();
-            event(&ctx, &ws, EventType::Normal, "NodeRecovered", note).await;
-            return Ok(Requeue::requeue(AFTER_WRITE));
-        }
+    let (recheck_node, node_change) = match node_loss_step(&ctx, &ws, pod.as_ref(), now) {
+        NodeLossStep::Nothing => (None, None),
+        NodeLossStep::RecheckAt(at) => (Some(at), None),
+        NodeLossStep::Lost { status, note } => (
+            None,
+            Some((status, note, EventType::Warning, "NodeLost", "node_lost")),
+        ),
+        NodeLossStep::Back { status, note } => (
+            None,
+            Some((
+                status,
+                note,
+                EventType::Normal,
+                "NodeRecovered",
+                "node_back",
+            )),
+        ),
     };
+    if let Some((status, note, type_, reason, action)) = node_change {
+        write_status(&workspaces, &ws, &status).await?;
+        ctx.metrics.reconciles.with_label_values(&[action]).inc();
+        event(&ctx, &ws, type_, reason, note).await;
+        return Ok(Requeue::requeue(AFTER_WRITE));
+    }
     let requeue = reconcile_plan(&ctx, &ws, &workspaces, &pods, pod.as_ref(), now).await?;
     Ok(match recheck_node {
         // A node that is not Ready yet counts as lost at `at`: an idle workspace looks

@@ -157,9 +157,12 @@ mount_namespace_ready() {
   [ "$(readlink "/proc/$1/ns/mnt")" != "$(readlink /proc/self/ns/mnt)" ]
 }
 
-# The node's mount namespace, held open by a sleeping process. Slave propagation: mounts
-# made on the machine (the workspace disk, a test remounting it) reach the node; the
-# node's own mounts (its log directories, volumes, container filesystems) stay inside.
+# The node's mount namespace, held open by a sleeping process. The node's own mounts (its
+# log directories, volumes, container filesystems) stay inside. Slave propagation only
+# brings in mounts made later under a shared mount: this machine's / is private, so a
+# mount made on the machine (say, over a binary) does not reach the node; make it with
+# `lifeguard-cluster node exec NAME mount ...`. Changes to a filesystem itself (a
+# read-only remount or fsfreeze of the node's workspace disk) reach the node anyway.
 node_mounts_up() {
   local name=$1 dir pid log="$LG_LOGS/mounts-$1.log"
   dir=$(node_dir "$name")

@@ -46,7 +46,9 @@ async fn a_check_hung_on_frozen_storage_is_called_by_the_watchdog() {
 }
 
 /// Replaces `runc` (bind-mounted over it) with a wrapper that refuses to create
-/// containers and passes everything else to the real one, until dropped.
+/// containers and passes everything else to the real one, until dropped. The mount is made
+/// inside [`PROBED_NODE`]'s mount namespace, where its containerd runs: a mount on the
+/// machine would not reach the node, and the other nodes keep a working runtime.
 struct BrokenRuntime {
     target: String,
 }
@@ -63,17 +65,29 @@ impl BrokenRuntime {
              exec /tmp/lg/runc.real \"$@\"\n",
         )?;
         sh("chmod 755 /tmp/lg/runc-broken")?;
-        sh(&format!("mount --bind /tmp/lg/runc-broken {target}"))?;
+        sh(&format!(
+            "{} node exec {PROBED_NODE} mount --bind /tmp/lg/runc-broken {target}",
+            cluster_script()
+        ))?;
         Ok(Self { target })
     }
 }
 
 impl Drop for BrokenRuntime {
     fn drop(&mut self) {
-        if let Err(e) = sh(&format!("umount {}", self.target)) {
+        let cmd = format!(
+            "{} node exec {PROBED_NODE} umount {}",
+            cluster_script(),
+            self.target
+        );
+        if let Err(e) = sh(&cmd) {
             eprintln!("warning: could not restore {}: {e:#}", self.target);
         }
     }
+}
+
+fn cluster_script() -> &'static str {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../cluster/lifeguard-cluster")
 }
 
 #[tokio::test]

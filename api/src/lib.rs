@@ -1,10 +1,12 @@
 //! lifeguard's shared API: custom resources, names, and the maintenance-window schedule.
 
 pub mod crd;
+pub mod disposal;
 pub mod drain;
 pub mod events;
 pub mod maintenance;
 pub mod names;
+pub mod notice;
 #[cfg(feature = "process")]
 pub mod process;
 pub mod rejection;
@@ -17,6 +19,8 @@ pub mod workspace;
 pub use maintenance::{MaintenanceWindow, MaintenanceWindowSpec, MaintenanceWindowStatus};
 pub use workspace::{Workspace, WorkspacePhase, WorkspaceSpec, WorkspaceStatus};
 
+#[cfg(test)]
+mod notice_tests;
 #[cfg(test)]
 mod schedule_tests;
 #[cfg(test)]

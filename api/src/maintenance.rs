@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
     printcolumn = r#"{"name":"Next Start","type":"string","jsonPath":".status.nextOccurrence.start"}"#,
     printcolumn = r#"{"name":"Drain","type":"boolean","jsonPath":".spec.drain"}"#,
     printcolumn = r#"{"name":"Remaining","type":"integer","jsonPath":".status.workspacesRemaining"}"#,
+    printcolumn = r#"{"name":"Notified","type":"integer","jsonPath":".status.workspacesNotified","priority":1}"#,
     printcolumn = r#"{"name":"Suspended","type":"boolean","jsonPath":".spec.suspend","priority":1}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
@@ -53,6 +54,11 @@ pub struct MaintenanceWindowSpec {
     /// Also stop running covered workspaces when the window opens.
     #[serde(default)]
     pub drain: bool,
+    /// With `drain`: how long before each occurrence opens the covered running workspaces
+    /// are told that it will stop them (a `MaintenanceScheduled` condition and Event on the
+    /// Workspace, an annotation on its pod), for example `15m`. At most 7 days.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
     /// Let the controller re-create rejected pods of already-admitted workspaces during the window.
     #[serde(default)]
     pub allow_recreation: bool,
@@ -73,6 +79,10 @@ pub struct MaintenanceWindowStatus {
     /// While draining: covered workspaces not yet stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspaces_remaining: Option<u32>,
+    /// From the notice until the occurrence is over: covered workspaces that carry this
+    /// window's notice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspaces_notified: Option<u32>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

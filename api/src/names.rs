@@ -34,6 +34,20 @@ pub const WORKSPACE_LABELS_ANNOTATION: &str = "lifeguard.dev/workspace-labels";
 /// window's name). The workspace is stopped gracefully and not started again.
 pub const DRAINED_BY_ANNOTATION: &str = "lifeguard.dev/drained-by";
 
+/// Set by the controller on a running workspace pod from a drain window's `notice` until
+/// the occurrence is over (value: the notice as JSON, `lifeguard_api::notice::MaintenanceNotice`:
+/// window, start, end, message). A downward API volume shows it to the IDE in the pod.
+pub const MAINTENANCE_NOTICE_ANNOTATION: &str = "lifeguard.dev/maintenance-notice";
+
+/// Set by the controller on a workspace pod whose disposal a backup agent must confirm
+/// (value `required`): the pod keeps its disposal finalizer after its containers stop until
+/// the agent sets [`DISPOSAL_RESULT_ANNOTATION`], or the confirmation timeout passes.
+pub const DISPOSAL_CONFIRMATION_ANNOTATION: &str = "lifeguard.dev/disposal-confirmation";
+/// Set on a stopping workspace pod by the node's backup agent once it has dealt with the
+/// workspace's files: `saved`, or `failed` optionally followed by `: <why>`
+/// (`lifeguard_api::disposal::DisposalResult`).
+pub const DISPOSAL_RESULT_ANNOTATION: &str = "lifeguard.dev/disposal-result";
+
 /// The Node condition the prober keeps up to date with its verdict.
 pub const NODE_CONDITION: &str = "LifeguardProbesHealthy";
 /// The `NoSchedule` taint the prober may put on its unhealthy node.

@@ -86,8 +86,11 @@ fn parse_instant(field: &str, text: &str, errors: &mut ValidationErrors) -> Opti
     }
 }
 
-fn parse_duration(text: &str, errors: &mut ValidationErrors) -> Option<SignedDuration> {
-    let field = "spec.duration";
+fn parse_duration(
+    field: &str,
+    text: &str,
+    errors: &mut ValidationErrors,
+) -> Option<SignedDuration> {
     let duration = match SignedDuration::from_str(text.trim()) {
         Ok(d) => d,
         Err(_) => {
@@ -105,7 +108,11 @@ fn parse_duration(text: &str, errors: &mut ValidationErrors) -> Option<SignedDur
     if duration > MAX_RECURRING_DURATION {
         errors.push(
             field,
-            format!("{text:?} is longer than 7 days; use a one-off window (start/end) for longer freezes"),
+            if field == "spec.duration" {
+                format!("{text:?} is longer than 7 days; use a one-off window (start/end) for longer freezes")
+            } else {
+                format!("{text:?} is longer than 7 days")
+            },
         );
         return None;
     }
@@ -252,10 +259,31 @@ impl MaintenanceWindowSpec {
             (true, false) => self.one_off(&mut errors),
             (false, true) => self.recurring(&mut errors),
         };
+        self.parse_notice(&mut errors);
         match schedule {
             Some(schedule) => errors.into_result(schedule),
             None => Err(errors),
         }
+    }
+
+    /// How long before each occurrence its notice goes out; `None` without one.
+    pub fn notice_period(&self) -> Result<Option<SignedDuration>, ValidationErrors> {
+        let mut errors = ValidationErrors::default();
+        let notice = self.parse_notice(&mut errors);
+        errors.into_result(notice)
+    }
+
+    fn parse_notice(&self, errors: &mut ValidationErrors) -> Option<SignedDuration> {
+        let text = self.notice.as_deref()?;
+        let notice = parse_duration("spec.notice", text, errors)?;
+        if !self.drain {
+            errors.push(
+                "spec.notice",
+                "warns workspaces that a drain will stop them; it needs drain: true",
+            );
+            return None;
+        }
+        Some(notice)
     }
 
     fn one_off(&self, errors: &mut ValidationErrors) -> Option<Schedule> {
@@ -296,7 +324,7 @@ impl MaintenanceWindowSpec {
             }
         };
         let duration = match &self.duration {
-            Some(d) => parse_duration(d, errors),
+            Some(d) => parse_duration("spec.duration", d, errors),
             None => {
                 errors.push(
                     "spec.duration",

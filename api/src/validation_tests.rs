@@ -120,6 +120,26 @@ fn maintenance_window_errors_name_the_field_and_the_value() {
             vec!["spec.duration", "7 days"],
         ),
         (
+            "notice without drain",
+            json!({"schedule": "0 22 * * *", "duration": "2h", "notice": "15m"}),
+            vec!["spec.notice", "drain: true"],
+        ),
+        (
+            "unparseable notice",
+            json!({"schedule": "0 22 * * *", "duration": "2h", "drain": true, "notice": "soon"}),
+            vec!["spec.notice", "\"soon\"", "such as 2h"],
+        ),
+        (
+            "zero notice",
+            json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z", "drain": true, "notice": "0m"}),
+            vec!["spec.notice", "longer than zero"],
+        ),
+        (
+            "too long notice",
+            json!({"schedule": "0 22 * * *", "duration": "2h", "drain": true, "notice": "200h"}),
+            vec!["spec.notice", "longer than 7 days"],
+        ),
+        (
             "In without values",
             json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z", "namespaceSelector": {"matchExpressions": [{"key": "env", "operator": "In"}]}}),
             vec![
@@ -167,6 +187,7 @@ fn valid_windows_pass() {
         json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:30:00Z"}),
         json!({"schedule": "0 22 * * 6", "duration": "4h", "timeZone": "Europe/Berlin"}),
         json!({"schedule": "30 2 * * *", "duration": "1h30m"}),
+        json!({"schedule": "30 2 * * *", "duration": "1h30m", "drain": true, "notice": "15m"}),
         json!({"schedule": "0 22 L * *", "duration": "90m", "namespaceSelector": {"matchLabels": {"env": "dev"}}}),
     ] {
         let result = validate_maintenance_window(&window(spec.clone()));

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use jiff::Timestamp;
+use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::ResourceExt;
 use kube::core::{ParseExpressionError, Selector, SelectorExt};
@@ -19,6 +19,8 @@ pub struct CompiledWindow {
     pub drain: bool,
     pub allow_recreation: bool,
     pub suspend: bool,
+    /// How long before each drain occurrence covered workspaces are told (`spec.notice`).
+    pub notice: Option<SignedDuration>,
     schedule: Schedule,
     namespace_selector: Selector,
     workspace_selector: Selector,
@@ -29,6 +31,7 @@ impl CompiledWindow {
     pub fn compile(window: &MaintenanceWindow) -> Result<Self, ValidationErrors> {
         let spec = &window.spec;
         let schedule = spec.schedule()?;
+        let notice = spec.notice_period()?;
         let selector = |field: &str, s: &Option<LabelSelector>| match s.clone() {
             None => Ok(Selector::default()),
             Some(s) => Selector::try_from(s)
@@ -40,6 +43,7 @@ impl CompiledWindow {
             drain: spec.drain,
             allow_recreation: spec.allow_recreation,
             suspend: spec.suspend,
+            notice,
             schedule,
             namespace_selector: selector("spec.namespaceSelector", &spec.namespace_selector)?,
             workspace_selector: selector("spec.workspaceSelector", &spec.workspace_selector)?,

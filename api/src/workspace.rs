@@ -6,6 +6,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::notice::MaintenanceNotice;
 use crate::rejection::RejectionClass;
 
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -27,6 +28,11 @@ use crate::rejection::RejectionClass;
 pub struct WorkspaceSpec {
     #[schemars(schema_with = "crate::schema::pod_template")]
     pub pod_template: PodTemplateSpec,
+    /// Keep the stopped pod until the node's backup agent confirms that the work is saved
+    /// (or the controller's `--disposal-confirm-timeout` passes). Absent: the controller's
+    /// `--confirm-disposal` default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm_disposal: Option<bool>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
@@ -95,6 +101,10 @@ pub struct WorkspaceStatus {
     /// retry backoff and the one-Event-per-distinct-error rule are computed from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_create_error: Option<PodCreateError>,
+    /// The coming drain this workspace was told of (a window's `notice`), until its
+    /// occurrence is over or the window changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maintenance_notice: Option<MaintenanceNotice>,
 }
 
 /// What the API server answered when it refused to create the pod.
@@ -148,4 +158,10 @@ pub mod condition {
     /// True while the workspace's pod is bound to a node that has not been Ready for the
     /// controller's `--node-lost-after`, or that was removed.
     pub const NODE_LOST: &str = "NodeLost";
+    /// True from a drain window's `notice` until its occurrence is over: the workspace will
+    /// be stopped at the start the message names.
+    pub const MAINTENANCE_SCHEDULED: &str = "MaintenanceScheduled";
+    /// Once a pod that needed its disposal confirmed is released: True when the backup agent
+    /// said `saved`; False (reason `AgentFailed` or `TimedOut`) when the work may be lost.
+    pub const DISPOSAL_CONFIRMED: &str = "DisposalConfirmed";
 }

@@ -83,6 +83,13 @@ pub struct Start {
     /// (2026-12-01 22:00) or local time of day (22:00, the next one)
     #[arg(long, value_name = "TIME")]
     pub until: Option<String>,
+    /// When the window opens, in the same forms as --until (default: now)
+    #[arg(long, value_name = "TIME")]
+    pub at: Option<String>,
+    /// With --drain: tell the running workspaces it covers this long before the drain
+    /// opens (a condition, an Event and an annotation on their pods), e.g. 15m
+    #[arg(long, value_name = "DURATION", requires = "drain", value_parser = crate::when::parse_for)]
+    pub notice: Option<jiff::SignedDuration>,
     /// Shown to whoever is denied during the window
     #[arg(long, short)]
     pub message: Option<String>,

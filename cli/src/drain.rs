@@ -148,3 +148,34 @@ pub fn remaining(
 #[cfg(test)]
 #[path = "drain_tests.rs"]
 mod tests;
+
+/// Covered workspaces released during this drain (since `since`, the occurrence's start)
+/// without their backup agent confirming that the work was saved, as
+/// `namespace/name (reason: message)`: the ones whose work may be lost.
+pub fn unconfirmed_disposals(
+    window: &CompiledWindow,
+    workspaces: &[Workspace],
+    namespace_labels: &BTreeMap<String, BTreeMap<String, String>>,
+    since: jiff::Timestamp,
+) -> Vec<String> {
+    let mut found: Vec<String> = workspaces
+        .iter()
+        .filter(|ws| lifeguard_api::drain::covered(window, ws, namespace_labels))
+        .filter_map(|ws| {
+            let c = ws.status.as_ref()?.conditions.iter().find(|c| {
+                c.type_ == lifeguard_api::workspace::condition::DISPOSAL_CONFIRMED
+                    && c.status == "False"
+                    && c.last_transition_time.0 >= since
+            })?;
+            Some(format!(
+                "{}/{} ({}: {})",
+                ws.namespace().unwrap_or_default(),
+                ws.name_any(),
+                c.reason,
+                c.message
+            ))
+        })
+        .collect();
+    found.sort();
+    found
+}

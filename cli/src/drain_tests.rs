@@ -182,3 +182,56 @@ fn descriptions() {
         "not open yet; opens at 2026-12-01T23:05:00Z (in 5m)"
     );
 }
+
+#[test]
+fn unconfirmed_disposals_of_this_drain() {
+    let w = window(
+        json!({"namespaceSelector": {"matchLabels": {"team": "ml"}}}),
+        1,
+        Value::Null,
+    );
+    let compiled = CompiledWindow::compile(&w).expect("valid");
+    let ws = |ns: &str, name: &str, status: &str, reason: &str, at: &str| -> Workspace {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"podTemplate": {}},
+            "status": {"phase": "Stopped", "conditions": [{
+                "type": "DisposalConfirmed", "status": status, "reason": reason,
+                "message": "work may be lost", "lastTransitionTime": at}]}
+        }))
+        .expect("workspace")
+    };
+    let list = [
+        ws("ml", "saved", "True", "Saved", "2026-12-01T22:05:00Z"),
+        ws("ml", "late", "False", "TimedOut", "2026-12-01T22:10:00Z"),
+        ws(
+            "ml",
+            "broken",
+            "False",
+            "AgentFailed",
+            "2026-12-01T22:06:00Z",
+        ),
+        ws(
+            "ml",
+            "last-week",
+            "False",
+            "TimedOut",
+            "2026-11-24T22:10:00Z",
+        ),
+        ws("web", "other", "False", "TimedOut", "2026-12-01T22:10:00Z"),
+    ];
+    let labels = BTreeMap::from([
+        (
+            "ml".to_string(),
+            BTreeMap::from([("team".to_string(), "ml".to_string())]),
+        ),
+        ("web".to_string(), BTreeMap::new()),
+    ]);
+    assert_eq!(
+        unconfirmed_disposals(&compiled, &list, &labels, ts("2026-12-01T22:00:00Z")),
+        [
+            "ml/broken (AgentFailed: work may be lost)",
+            "ml/late (TimedOut: work may be lost)"
+        ]
+    );
+}

@@ -45,6 +45,8 @@ pub struct OneOff {
     pub end: Timestamp,
     pub message: Option<String>,
     pub drain: bool,
+    /// With `drain`: how long before `start` covered workspaces are told.
+    pub notice: Option<jiff::SignedDuration>,
     pub allow_recreation: bool,
     pub namespace_selector: Option<LabelSelector>,
     pub workspace_selector: Option<LabelSelector>,
@@ -64,6 +66,7 @@ pub fn one_off_window(w: OneOff) -> Result<MaintenanceWindow> {
         end: Some(rfc3339(w.end)),
         message: w.message.filter(|m| !m.trim().is_empty()),
         drain: w.drain,
+        notice: w.notice.map(|d| format!("{d:#}")),
         allow_recreation: w.allow_recreation,
         namespace_selector: w.namespace_selector,
         workspace_selector: w.workspace_selector,

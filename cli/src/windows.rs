@@ -32,6 +32,12 @@ pub struct WindowRow {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workspaces_remaining: Option<u32>,
     pub drained: bool,
+    /// `spec.notice`: how long before each drain workspaces are told.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
+    /// From the notice until the occurrence is over: workspaces told of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspaces_notified: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     #[serde(skip)]
@@ -50,6 +56,8 @@ pub fn window_row(window: &MaintenanceWindow, now: Timestamp) -> WindowRow {
         drain: window.spec.drain,
         workspaces_remaining: status.workspaces_remaining,
         drained: crate::drain::drained(window, now),
+        notice: window.spec.notice.clone(),
+        workspaces_notified: status.workspaces_notified,
         message: window.spec.message.clone().filter(|m| !m.trim().is_empty()),
         now,
     };
@@ -95,6 +103,7 @@ impl Tabular for WindowRow {
             "NEXT START",
             "DRAIN",
             "REMAINING",
+            "NOTIFIED",
             "MESSAGE",
         ]
     }
@@ -114,8 +123,13 @@ impl Tabular for WindowRow {
             active,
             with_relative(&self.ends, self.now),
             with_relative(&self.next_start, self.now),
-            if self.drain { "yes" } else { "no" }.into(),
+            match (self.drain, &self.notice) {
+                (true, Some(notice)) => format!("yes ({notice} notice)"),
+                (true, None) => "yes".into(),
+                (false, _) => "no".into(),
+            },
             remaining,
+            or_dash(self.workspaces_notified),
             match &self.problem {
                 Some(problem) => problem.clone(),
                 None => or_dash(self.message.as_ref()),

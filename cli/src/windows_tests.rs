@@ -31,6 +31,7 @@ fn status_rows() {
                 "-",
                 "yes",
                 "0 (drained)",
+                "-",
                 "node upgrade",
             ],
         ),
@@ -43,6 +44,25 @@ fn status_rows() {
                 "-",
                 "yes",
                 "3",
+                "-",
+                "node upgrade",
+            ],
+        ),
+        // Notice given, the drain 45 minutes away.
+        (
+            window(
+                json!({"start": "2026-12-01T23:45:00Z", "end": "2026-12-02T01:00:00Z",
+                       "drain": true, "notice": "1h", "message": "node upgrade"}),
+                json!({"workspacesNotified": 4}),
+            ),
+            [
+                "up",
+                "no",
+                "-",
+                "2026-12-01T23:45:00Z (in 45m)",
+                "yes (1h notice)",
+                "-",
+                "4",
                 "node upgrade",
             ],
         ),
@@ -57,6 +77,7 @@ fn status_rows() {
                 "no",
                 "-",
                 "-",
+                "-",
             ],
         ),
         (
@@ -64,7 +85,7 @@ fn status_rows() {
                 json!({"schedule": "0 22 * * 6", "duration": "2h", "suspend": true}),
                 Value::Null,
             ),
-            ["up", "suspended", "-", "-", "no", "-", "-"],
+            ["up", "suspended", "-", "-", "no", "-", "-", "-"],
         ),
     ];
     for (w, want) in cases {
@@ -74,7 +95,7 @@ fn status_rows() {
     let invalid = window_row(&window(json!({"start": "later"}), Value::Null), now).cells();
     assert_eq!(invalid[1], "invalid");
     assert!(
-        invalid[6].starts_with("spec.start: \"later\" is not an RFC 3339 time"),
+        invalid[7].starts_with("spec.start: \"later\" is not an RFC 3339 time"),
         "{invalid:?}"
     );
 }

@@ -37,6 +37,16 @@ pub struct Config {
     /// is that plus this.
     #[arg(long, env = "LIFEGUARD_NODE_LOST_AFTER", default_value = "1m", value_parser = parse_duration)]
     pub node_lost_after: SignedDuration,
+    /// Keep each stopped workspace pod until the node's backup agent confirms its work is
+    /// saved (the `lifeguard.dev/disposal-result` annotation), unless the Workspace says
+    /// otherwise in `spec.confirmDisposal`.
+    #[arg(long, env = "LIFEGUARD_CONFIRM_DISPOSAL", default_value_t = false)]
+    pub confirm_disposal: bool,
+    /// How long after a pod was asked to stop its release waits for the backup agent's
+    /// answer; then it is released anyway, with a Warning Event, `DisposalConfirmed=False`
+    /// and `lifeguard_controller_disposals_unconfirmed_total`.
+    #[arg(long, env = "LIFEGUARD_DISPOSAL_CONFIRM_TIMEOUT", default_value = "10m", value_parser = parse_duration)]
+    pub disposal_confirm_timeout: SignedDuration,
     /// Kubelet rejection reasons to treat as transient (re-create), in addition to the
     /// built-in catalogue and overriding it (comma-separated; a trailing * matches a prefix).
     #[arg(
@@ -122,6 +132,8 @@ impl Config {
             max_retries: self.max_retries,
             disposal_timeout: self.disposal_timeout,
             node_lost_after: self.node_lost_after,
+            confirm_disposal: self.confirm_disposal,
+            disposal_confirm_timeout: self.disposal_confirm_timeout,
             reasons: Classifier::new(
                 self.transient_rejection_reasons.iter().cloned(),
                 self.permanent_rejection_reasons.iter().cloned(),

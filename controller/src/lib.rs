@@ -3,6 +3,7 @@
 
 pub mod backoff;
 pub mod config;
+pub mod disposal;
 pub mod drain;
 pub mod finalizers;
 pub mod leader;
@@ -10,12 +11,14 @@ pub mod memory;
 pub mod metrics;
 pub mod node_loss;
 pub mod nodes;
+pub mod notice;
 pub mod plan;
 pub mod podspec;
 pub mod reconcile;
 pub mod rejection;
 pub mod status;
 pub mod sweep;
+pub mod window_watch;
 pub mod windows;
 
 #[cfg(test)]
@@ -203,8 +206,10 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             }
         });
     }
+    let (windows, window_changes) = window_watch::watch(client.clone());
     let context = Arc::new(Context {
         client: client.clone(),
+        windows,
         settings,
         reporter,
         metrics: metrics.clone(),
@@ -238,6 +243,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             watcher::Config::default().labels(WORKSPACE_LABEL),
         )
         .reconcile_on(node_triggers)
+        .reconcile_all_on(window_changes)
         .with_config(ControllerConfig::default().concurrency(config.concurrency));
     let counter = tokio::spawn(count_phases(client.clone(), metrics.clone()));
     let workspaces = controller

@@ -16,6 +16,9 @@ pub struct Metrics {
     pub workspaces: IntGaugeVec,
     pub leader: IntGauge,
     pub drain_remaining: IntGaugeVec,
+    pub workspaces_notified: IntGaugeVec,
+    pub notices: IntCounterVec,
+    pub disposals_unconfirmed: IntCounterVec,
 }
 
 fn counter(name: &str, help: &str, labels: &[&str]) -> Result<IntCounterVec, prometheus::Error> {
@@ -79,6 +82,23 @@ impl Metrics {
                 ),
                 &["window"],
             )?,
+            workspaces_notified: IntGaugeVec::new(
+                Opts::new(
+                    "lifeguard_controller_workspaces_notified",
+                    "Workspaces that carry a window's notice of its coming drain, by window (from the notice until the occurrence is over).",
+                ),
+                &["window"],
+            )?,
+            notices: counter(
+                "lifeguard_controller_maintenance_notices_total",
+                "Notices of a coming drain given to workspaces, by window.",
+                &["window"],
+            )?,
+            disposals_unconfirmed: counter(
+                "lifeguard_controller_disposals_unconfirmed_total",
+                "Workspace pods released without their backup agent confirming the work was saved (the work may be lost), by reason: timed_out or agent_failed.",
+                &["reason"],
+            )?,
             leader: IntGauge::new(
                 "lifeguard_controller_leader",
                 "1 while this replica holds the leader Lease and reconciles.",
@@ -93,12 +113,16 @@ impl Metrics {
             &m.finalizer_removals,
             &m.finalizer_conflicts,
             &m.sweep_releases,
+            &m.notices,
+            &m.disposals_unconfirmed,
         ] {
             m.registry.register(Box::new(c.clone()))?;
         }
         m.registry.register(Box::new(m.workspaces.clone()))?;
         m.registry.register(Box::new(m.leader.clone()))?;
         m.registry.register(Box::new(m.drain_remaining.clone()))?;
+        m.registry
+            .register(Box::new(m.workspaces_notified.clone()))?;
         Ok(m)
     }
 

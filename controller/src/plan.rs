@@ -33,6 +33,10 @@ pub struct Settings {
     /// How long a pod's node may be not Ready before the workspace says NodeLost
     /// (`node_loss`).
     pub node_lost_after: SignedDuration,
+    /// Workspaces whose spec does not say: does a backup agent confirm their disposal?
+    pub confirm_disposal: bool,
+    /// How long after a pod was asked to stop the release waits for that confirmation.
+    pub disposal_confirm_timeout: SignedDuration,
     /// Which kubelet rejection reasons are transient or permanent.
     pub reasons: Classifier,
     /// Replacement pods prefer other nodes than the one that refused their predecessor.
@@ -51,6 +55,8 @@ impl Default for Settings {
             max_retries: 3,
             disposal_timeout: SignedDuration::from_secs(120),
             node_lost_after: SignedDuration::from_secs(60),
+            confirm_disposal: false,
+            disposal_confirm_timeout: SignedDuration::from_mins(10),
             reasons: Classifier::default(),
             avoid_refusing_node: true,
             create_backoff: SignedDuration::from_secs(5),
@@ -85,6 +91,9 @@ pub enum Action {
     },
     /// Remove our finalizer from the pod (final state recorded, disposal done).
     ReleasePod,
+    /// Record how a confirmed disposal ended (`DisposalConfirmed`, an Event, and when the
+    /// work may be lost a counter); the pod is released next.
+    RecordDisposal(Box<WorkspaceStatus>),
     RemoveWorkspaceFinalizer,
     /// Nothing to do before this instant (unless a watch event comes first).
     WaitUntil(Timestamp),
@@ -506,7 +515,7 @@ fn plan_with_pod(ws: &Workspace, pod: &Pod, now: Timestamp, settings: &Settings)
         }
         if ours {
             if disposal_done(pod, now, settings) {
-                return Action::ReleasePod;
+                return crate::disposal::release(ws, pod, now, settings);
             }
             if let Some(deleted) = &pod.metadata.deletion_timestamp {
                 return Action::WaitUntil(

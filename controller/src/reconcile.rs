@@ -1,12 +1,13 @@
 //! The reconciler: reads the Workspace and its pod, asks `plan` for the next action and
 //! performs it. All decisions live in `plan`; this file only does I/O.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action as Requeue;
@@ -14,23 +15,30 @@ use kube::runtime::events::{Event, EventType, Reporter};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use lifeguard_api::names::{POD_FINALIZER, WORKSPACE_FINALIZER, pod_name};
+use lifeguard_api::notice::{MaintenanceNotice, notice_for};
 use lifeguard_api::rejection::RejectionClass;
+use lifeguard_api::window::CompiledWindow;
 use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceStatus};
 use serde_json::json;
 
+use crate::disposal;
 use crate::finalizers::{self, Removal};
 use crate::metrics::Metrics;
 use crate::node_loss::{self, NodeLossStep};
 use crate::nodes::NodeStore;
+use crate::notice;
 use crate::plan::{
     Action, CreateRefusal, REJECTED_AFTER_RUNNING, Settings, create_retry_at, plan,
     record_create_refusal,
 };
 use crate::podspec;
 use crate::status::clear_create_refusal;
+use crate::window_watch::WindowCache;
 
 pub struct Context {
     pub client: kube::Client,
+    /// The MaintenanceWindows, for notices (`window_watch`).
+    pub windows: WindowCache,
     pub settings: Settings,
     /// Names this replica in Events (`lifeguard_api::events`).
     pub reporter: Reporter,
@@ -76,6 +84,7 @@ fn action_name(action: &Action) -> &'static str {
         Action::GiveUp(_) => "give_up",
         Action::DeletePod { .. } => "delete_pod",
         Action::ReleasePod => "release_pod",
+        Action::RecordDisposal(_) => "record_disposal",
         Action::RemoveWorkspaceFinalizer => "remove_finalizer",
         Action::WaitUntil(_) => "wait",
         Action::Idle => "idle",
@@ -107,6 +116,7 @@ const CLEARABLE: &[&str] = &[
     "podName",
     "phase",
     "lastCreateError",
+    "maintenanceNotice",
 ];
 
 async fn write_status(
@@ -168,10 +178,45 @@ pub async fn reconcile(
         event(&ctx, &ws, type_, reason, note).await;
         return Ok(Requeue::requeue(AFTER_WRITE));
     }
+    let wanted = wanted_notice(&ctx, &ws, now).await?;
+    let mut notice_change_at = None;
+    if let Some((desired, next_change)) = &wanted {
+        notice_change_at = *next_change;
+        if let Some(change) = notice::step(&ws, desired.as_ref(), now) {
+            write_status(&workspaces, &ws, &change.status).await?;
+            ctx.metrics.reconciles.with_label_values(&["notice"]).inc();
+            if let Some((reason, note)) = change.event {
+                if let (notice::REASON_SCHEDULED, Some(n)) = (reason, desired) {
+                    ctx.metrics.notices.with_label_values(&[&n.window]).inc();
+                }
+                event(&ctx, &ws, EventType::Normal, reason, note).await;
+            }
+            return Ok(Requeue::requeue(AFTER_WRITE));
+        }
+        if let Some(patch) = pod
+            .as_ref()
+            .and_then(|p| notice::pod_patch(&ws, p, desired.as_ref()))
+        {
+            match pods
+                .patch(
+                    &pod_name(&name),
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                )
+                .await
+            {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
     let requeue = reconcile_plan(&ctx, &ws, &workspaces, &pods, pod.as_ref(), now).await?;
-    Ok(match recheck_node {
-        // A node that is not Ready yet counts as lost at `at`: an idle workspace looks
-        // again then (one with a timer of its own looks again at that timer, and again).
+    // An idle workspace looks again when its node counts as lost (a node that is not
+    // Ready yet) or when a window's notice starts or ends; one with a timer of its own
+    // looks again at that timer, and again.
+    let look_again = [recheck_node, notice_change_at].into_iter().flatten().min();
+    Ok(match look_again {
         Some(at) if requeue == Requeue::await_change() => Requeue::requeue(
             at.duration_since(now)
                 .unsigned_abs()
@@ -179,6 +224,44 @@ pub async fn reconcile(
         ),
         _ => requeue,
     })
+}
+
+/// The notice this workspace should carry now, and when that may next change; `None`
+/// until the window cache is filled (an empty cache would withdraw every notice).
+async fn wanted_notice(
+    ctx: &Context,
+    ws: &Workspace,
+    now: Timestamp,
+) -> Result<Option<(Option<MaintenanceNotice>, Option<Timestamp>)>, Error> {
+    if !ctx.windows.ready.load(Ordering::Acquire) {
+        return Ok(None);
+    }
+    // Invalid windows are reported on the window itself (its Valid condition).
+    let windows: Vec<CompiledWindow> = ctx
+        .windows
+        .store
+        .state()
+        .iter()
+        .filter(|w| w.spec.notice.is_some())
+        .filter_map(|w| CompiledWindow::compile(w).ok())
+        .collect();
+    let next_change = lifeguard_api::notice::next_change(&windows, now);
+    if windows.is_empty() || !notice::eligible(ws) {
+        return Ok(Some((None, next_change)));
+    }
+    let namespace_labels = if windows.iter().any(CompiledWindow::selects_namespaces) {
+        let namespace = ws.namespace().ok_or(Error::NoNamespace)?;
+        let api: Api<PartialObjectMeta<Namespace>> = Api::all(ctx.client.clone());
+        api.get_metadata(&namespace)
+            .await?
+            .metadata
+            .labels
+            .unwrap_or_default()
+    } else {
+        BTreeMap::new()
+    };
+    let desired = notice_for(&windows, &namespace_labels, ws.labels(), now);
+    Ok(Some((desired, next_change)))
 }
 
 /// The NodeLost step for this workspace, once the node cache is filled.
@@ -315,6 +398,36 @@ async fn reconcile_plan(
                 }
             }
         }
+        Action::RecordDisposal(status) => {
+            write_status(workspaces, ws, &status).await?;
+            let outcome = status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == lifeguard_api::workspace::condition::DISPOSAL_CONFIRMED);
+            if let Some(c) = outcome {
+                if c.status == "True" {
+                    event(
+                        ctx,
+                        ws,
+                        EventType::Normal,
+                        "DisposalConfirmed",
+                        c.message.clone(),
+                    )
+                    .await;
+                } else {
+                    let (reason, label) = if c.reason == disposal::REASON_TIMED_OUT {
+                        ("DisposalTimedOut", "timed_out")
+                    } else {
+                        ("DisposalFailed", "agent_failed")
+                    };
+                    ctx.metrics
+                        .disposals_unconfirmed
+                        .with_label_values(&[label])
+                        .inc();
+                    event(ctx, ws, EventType::Warning, reason, c.message.clone()).await;
+                }
+            }
+        }
         Action::ReleasePod => {
             let removal = finalizers::remove(pods, &pod_name(&name), POD_FINALIZER).await?;
             if matches!(removal, Removal::Removed { .. }) {
@@ -369,6 +482,12 @@ async fn create_pod(
     recreation: Option<u32>,
 ) -> Result<Requeue, Error> {
     let mut pod = podspec::build(ws, start, recreation);
+    if disposal::confirmation_applies(ws, &ctx.settings) {
+        pod.annotations_mut().insert(
+            lifeguard_api::names::DISPOSAL_CONFIRMATION_ANNOTATION.into(),
+            lifeguard_api::disposal::CONFIRMATION_REQUIRED.into(),
+        );
+    }
     if let Some(node) = podspec::node_to_avoid(ws, recreation, ctx.settings.avoid_refusing_node) {
         podspec::avoid_node(&mut pod, &node);
     }

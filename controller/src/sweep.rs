@@ -14,6 +14,7 @@ use kube::api::{Api, ListParams};
 use kube::core::PartialObjectMeta;
 use kube::{Client, Resource};
 use lifeguard_api::Workspace;
+use lifeguard_api::disposal;
 use lifeguard_api::names::{POD_FINALIZER, WORKSPACE_LABEL};
 
 use crate::finalizers::{self, Removal};
@@ -72,10 +73,22 @@ pub fn release_cause(
     if !workspace_exists {
         return Some("workspace_gone");
     }
+    // A pod waiting for its backup agent is the reconciler's to release (it records the
+    // outcome first): the sweep steps in only a disposal timeout after that wait is over.
+    let allowed = if disposal::confirmation_required(pod.annotations.as_ref())
+        && disposal::result(pod.annotations.as_ref()).is_none()
+    {
+        settings
+            .disposal_confirm_timeout
+            .checked_add(settings.disposal_timeout)
+            .unwrap_or(settings.disposal_confirm_timeout)
+    } else {
+        settings.disposal_timeout
+    };
     let overdue = pod
         .deletion_timestamp
         .as_ref()
-        .and_then(|t| t.0.checked_add(settings.disposal_timeout).ok())
+        .and_then(|t| t.0.checked_add(allowed).ok())
         .is_some_and(|deadline| now >= deadline);
     overdue.then_some("deletion_overdue")
 }
@@ -189,7 +202,11 @@ mod tests {
 
     #[test]
     fn releases_orphans_and_overdue_deletions_only() {
-        let settings = Settings::default();
+        // Disposal timeout 2m; the backup agent's wait 10m.
+        let settings = Settings {
+            disposal_confirm_timeout: jiff::SignedDuration::from_mins(10),
+            ..Settings::default()
+        };
         let now: Timestamp = "2026-12-01T12:00:00Z".parse().expect("time");
         let pod = |meta: serde_json::Value| -> ObjectMeta {
             serde_json::from_value(meta).expect("metadata literal")
@@ -210,6 +227,34 @@ mod tests {
                 "deleting, overdue",
                 pod(
                     json!({"name": "ws-a", "finalizers": ["lifeguard.dev/disposal"], "deletionTimestamp": "2026-12-01T11:50:00Z"}),
+                ),
+                true,
+                Some("deletion_overdue"),
+            ),
+            (
+                "overdue, but waiting for its backup agent",
+                pod(
+                    json!({"name": "ws-a", "finalizers": ["lifeguard.dev/disposal"], "deletionTimestamp": "2026-12-01T11:50:00Z",
+                           "annotations": {"lifeguard.dev/disposal-confirmation": "required"}}),
+                ),
+                true,
+                None,
+            ),
+            (
+                "overdue, the agent answered",
+                pod(
+                    json!({"name": "ws-a", "finalizers": ["lifeguard.dev/disposal"], "deletionTimestamp": "2026-12-01T11:50:00Z",
+                           "annotations": {"lifeguard.dev/disposal-confirmation": "required",
+                                           "lifeguard.dev/disposal-result": "saved"}}),
+                ),
+                true,
+                Some("deletion_overdue"),
+            ),
+            (
+                "the agent's wait and a disposal timeout over",
+                pod(
+                    json!({"name": "ws-a", "finalizers": ["lifeguard.dev/disposal"], "deletionTimestamp": "2026-12-01T11:47:00Z",
+                           "annotations": {"lifeguard.dev/disposal-confirmation": "required"}}),
                 ),
                 true,
                 Some("deletion_overdue"),

@@ -29,6 +29,8 @@ use crate::status::set_condition;
 
 const DRAINING_POLL: Duration = Duration::from_secs(2);
 const IDLE_POLL: Duration = Duration::from_secs(300);
+/// While a window gives notice, how often the count of notified workspaces is refreshed.
+const NOTICE_POLL: Duration = Duration::from_secs(5);
 const DRAIN_PAGE: u32 = 200;
 
 fn occurrence(o: Occurrence) -> OccurrenceStatus {
@@ -51,21 +53,63 @@ async fn namespace_labels(
         .collect())
 }
 
+/// What one pass over the Workspaces found for a window.
+#[derive(Default)]
+struct Survey {
+    /// While draining.
+    drain: Option<drain::DrainPlan>,
+    /// While the window gives notice: workspaces that carry it.
+    notified: Option<u32>,
+}
+
 /// Reads Workspaces a page at a time: a drain re-plans every two seconds, and a full list
-/// of 10,000 workspaces each time would cost tens of megabytes per pass.
-async fn drain_plan(ctx: &Context, window: &CompiledWindow) -> Result<drain::DrainPlan, Error> {
-    let namespaces = namespace_labels(ctx).await?;
+/// of 10,000 workspaces each time would cost tens of megabytes per pass. One pass serves
+/// both the drain and the count of notified workspaces.
+async fn survey(
+    ctx: &Context,
+    window: &CompiledWindow,
+    draining: bool,
+    noticing: bool,
+) -> Result<Survey, Error> {
+    let mut survey = Survey::default();
+    if !draining && !noticing {
+        return Ok(survey);
+    }
+    let namespaces = if draining {
+        survey.drain = Some(drain::DrainPlan::default());
+        namespace_labels(ctx).await?
+    } else {
+        BTreeMap::new()
+    };
+    if noticing {
+        survey.notified = Some(0);
+    }
     let api = Api::<Workspace>::all(ctx.client.clone());
-    let mut plan = drain::DrainPlan::default();
     let mut params = ListParams::default().limit(DRAIN_PAGE);
     loop {
         let page = api.list(&params).await?;
-        plan.add(window, &page.items, &namespaces);
+        if let Some(plan) = survey.drain.as_mut() {
+            plan.add(window, &page.items, &namespaces);
+        }
+        if let Some(count) = survey.notified.as_mut() {
+            *count += page
+                .items
+                .iter()
+                .filter(|ws| carries_notice_of(ws, &window.name))
+                .count() as u32;
+        }
         match page.metadata.continue_ {
             Some(token) if !token.is_empty() => params = params.continue_token(&token),
-            _ => return Ok(plan),
+            _ => return Ok(survey),
         }
     }
+}
+
+fn carries_notice_of(ws: &Workspace, window: &str) -> bool {
+    ws.status
+        .as_ref()
+        .and_then(|s| s.maintenance_notice.as_ref())
+        .is_some_and(|n| n.window == window)
 }
 
 pub async fn reconcile_window(
@@ -114,23 +158,40 @@ pub async fn reconcile_window(
         .copied()
         .map(occurrence);
     status.observed_generation = generation;
-    let until_change = window
-        .schedule()
-        .next_change(now)
-        .map(|t| t.duration_since(now).unsigned_abs())
-        .unwrap_or(IDLE_POLL);
+    let until_change = [
+        window.schedule().next_change(now),
+        window.next_notice_change(now),
+    ]
+    .into_iter()
+    .flatten()
+    .min()
+    .map(|t| t.duration_since(now).unsigned_abs())
+    .unwrap_or(IDLE_POLL);
     let mut requeue = until_change.clamp(Duration::from_secs(1), IDLE_POLL);
 
     let was_drained = status
         .conditions
         .iter()
         .any(|c| c.type_ == "Drained" && c.status == "True");
-    let plan = if drain::draining(&window, now) {
-        Some(drain_plan(&ctx, &window).await?)
-    } else {
-        None
-    };
-    match plan {
+    let noticing = window.noticed_occurrence(now).is_some();
+    let survey = survey(&ctx, &window, drain::draining(&window, now), noticing).await?;
+    status.workspaces_notified = survey.notified;
+    match survey.notified {
+        Some(count) => {
+            ctx.metrics
+                .workspaces_notified
+                .with_label_values(&[name.as_str()])
+                .set(i64::from(count));
+            requeue = requeue.min(NOTICE_POLL);
+        }
+        None => {
+            let _ = ctx
+                .metrics
+                .workspaces_notified
+                .remove_label_values(&[name.as_str()]);
+        }
+    }
+    match survey.drain {
         Some(plan) => {
             for (namespace, ws) in &plan.to_stop {
                 let api: Api<Workspace> = Api::namespaced(ctx.client.clone(), namespace);
@@ -202,7 +263,12 @@ async fn write_status(
 ) -> Result<(), Error> {
     let mut body = serde_json::to_value(status).map_err(kube::Error::SerdeError)?;
     if let Some(fields) = body.as_object_mut() {
-        for key in ["currentOccurrence", "nextOccurrence", "workspacesRemaining"] {
+        for key in [
+            "currentOccurrence",
+            "nextOccurrence",
+            "workspacesRemaining",
+            "workspacesNotified",
+        ] {
             fields.entry(key).or_insert(serde_json::Value::Null);
         }
     }
@@ -217,13 +283,19 @@ async fn write_status(
 
 /// A window deleted while it drained leaves its `drain_remaining` series behind, and with
 /// it `LifeguardDrainStuck` firing: the reconciler is never called for a deleted window, so
-/// the controller's result stream, which reports the missing object, drops the series.
+/// the controller's result stream, which reports the missing object, drops the series (and
+/// its `workspaces_notified` one).
 pub fn forget_deleted<T, E1, E2>(metrics: &Metrics, result: &Result<T, ControllerError<E1, E2>>) {
-    if let Err(ControllerError::ObjectNotFound(window)) = result
-        && metrics
-            .drain_remaining
-            .remove_label_values(&[window.name.as_str()])
-            .is_ok()
+    let Err(ControllerError::ObjectNotFound(window)) = result else {
+        return;
+    };
+    let _ = metrics
+        .workspaces_notified
+        .remove_label_values(&[window.name.as_str()]);
+    if metrics
+        .drain_remaining
+        .remove_label_values(&[window.name.as_str()])
+        .is_ok()
     {
         tracing::info!(window = %window.name, "window deleted; drain gauge removed");
     }

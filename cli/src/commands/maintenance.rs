@@ -33,15 +33,30 @@ async fn get(api: &Api<MaintenanceWindow>, name: &str) -> Result<MaintenanceWind
 
 /// The window `maintenance start` creates, from the flags and the clock.
 pub fn window_to_start(args: Start) -> Result<MaintenanceWindow> {
-    let now = Timestamp::now();
-    let start = whole_seconds(now);
+    window_starting(args, Timestamp::now(), &TimeZone::system())
+}
+
+fn window_starting(args: Start, now: Timestamp, zone: &TimeZone) -> Result<MaintenanceWindow> {
+    let start = match &args.at {
+        None => whole_seconds(now),
+        Some(text) => {
+            let at = parse_time(text, now, zone).map_err(|e| Error::Usage(format!("--at: {e}")))?;
+            if at < whole_seconds(now) {
+                return Err(Error::Usage(format!(
+                    "--at: {} is in the past",
+                    rfc3339(at)
+                )));
+            }
+            at
+        }
+    };
     let end = match (args.duration, &args.until) {
         (Some(d), _) => start
             .checked_add(d)
             .map_err(|e| Error::Usage(format!("--for: {e}")))?,
         (None, Some(text)) => {
-            let end = parse_time(text, now, &TimeZone::system())
-                .map_err(|e| Error::Usage(format!("--until: {e}")))?;
+            let end =
+                parse_time(text, now, zone).map_err(|e| Error::Usage(format!("--until: {e}")))?;
             if end <= now {
                 return Err(Error::Usage(format!(
                     "--until: {} is not in the future",
@@ -61,6 +76,7 @@ pub fn window_to_start(args: Start) -> Result<MaintenanceWindow> {
         end,
         message: args.message,
         drain: args.drain,
+        notice: args.notice,
         allow_recreation: args.allow_recreation,
         namespace_selector: selector("--namespace-selector", &args.namespace_selector)?,
         workspace_selector: selector("--workspace-selector", &args.workspace_selector)?,
@@ -89,13 +105,36 @@ pub async fn start(client: Client, window: MaintenanceWindow, format: Format) ->
         eprintln!("note: {name} has no selector: it covers every namespace");
     }
     match format {
-        Format::Table => emit(&format!(
-            "maintenancewindow/{name} started: until {}{}\n",
-            created.spec.end.as_deref().unwrap_or("?"),
-            if created.spec.drain { ", draining" } else { "" }
-        )),
+        Format::Table => emit(&started_line(&created, Timestamp::now())),
         _ => emit(&structured(&created, format)?),
     }
+}
+
+/// What `start` says it did: a window from now is started, a later one scheduled.
+fn started_line(window: &MaintenanceWindow, now: Timestamp) -> String {
+    let spec = &window.spec;
+    let start = spec.start.as_deref().unwrap_or("?");
+    let end = spec.end.as_deref().unwrap_or("?");
+    let later = start.parse::<Timestamp>().is_ok_and(|t| t > now);
+    let mut line = if later {
+        format!(
+            "maintenancewindow/{} scheduled: from {start} until {end}",
+            window.name_any()
+        )
+    } else {
+        format!(
+            "maintenancewindow/{} started: until {end}",
+            window.name_any()
+        )
+    };
+    if spec.drain {
+        line.push_str(", draining");
+    }
+    if let Some(notice) = &spec.notice {
+        line.push_str(&format!("; covered workspaces are told {notice} before"));
+    }
+    line.push('\n');
+    line
 }
 
 pub async fn stop(client: Client, name: &str, format: Format) -> Result<()> {
@@ -190,3 +229,7 @@ pub async fn next(client: Option<Client>, args: Next, format: Format) -> Result<
     }
     emit(&render(&rows, format)?)
 }
+
+#[cfg(test)]
+#[path = "maintenance_tests.rs"]
+mod maintenance_tests;

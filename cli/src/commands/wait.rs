@@ -11,7 +11,7 @@ use lifeguard_api::{MaintenanceWindow, Workspace};
 use tokio::time::Instant;
 
 use super::emit;
-use crate::drain::{DrainState, Progress, describe, drain_state, remaining};
+use crate::drain::{DrainState, Progress, describe, drain_state, remaining, unconfirmed_disposals};
 use crate::error::{Error, Result, status_code};
 use crate::when::human;
 
@@ -41,6 +41,7 @@ pub async fn drained(client: Client, name: &str, timeout: Duration) -> Result<()
                         {
                             eprintln!("{line}");
                         }
+                        warn_unconfirmed(&client, &window, now).await;
                         return emit(&format!("maintenancewindow/{name} drained\n"));
                     }
                     DrainState::Never(why) => {
@@ -90,6 +91,49 @@ pub async fn drained(client: Client, name: &str, timeout: Duration) -> Result<()
         }
         tokio::time::sleep(POLL.min(timeout - elapsed)).await;
     }
+}
+
+/// Names, on stderr, the covered workspaces this drain released without their backup
+/// agent confirming the work was saved. Best effort: the drain itself is over.
+async fn warn_unconfirmed(client: &Client, window: &MaintenanceWindow, now: Timestamp) {
+    let Ok(compiled) = CompiledWindow::compile(window) else {
+        return;
+    };
+    let since = compiled.active_at(now).map_or(now, |o| o.start);
+    match covered_workspaces(client).await {
+        Ok((workspaces, labels)) => {
+            let lost = unconfirmed_disposals(&compiled, &workspaces, &labels, since);
+            if !lost.is_empty() {
+                eprintln!(
+                    "warning: {} workspace(s) released without their work confirmed saved (the work may be lost):",
+                    lost.len()
+                );
+                for line in lost {
+                    eprintln!("  {line}");
+                }
+            }
+        }
+        Err(e) => eprintln!("warning: cannot check the workspaces' disposals: {e}"),
+    }
+}
+
+type NamespaceLabels = BTreeMap<String, BTreeMap<String, String>>;
+
+async fn covered_workspaces(
+    client: &Client,
+) -> std::result::Result<(Vec<Workspace>, NamespaceLabels), kube::Error> {
+    let workspaces = Api::<Workspace>::all(client.clone())
+        .list(&ListParams::default())
+        .await?;
+    let namespaces = Api::<PartialObjectMeta<Namespace>>::all(client.clone())
+        .list_metadata(&ListParams::default())
+        .await?;
+    let labels = namespaces
+        .items
+        .into_iter()
+        .map(|ns| (ns.name_any(), ns.metadata.labels.unwrap_or_default()))
+        .collect();
+    Ok((workspaces.items, labels))
 }
 
 /// The covered workspaces still running, one per line; best effort, since the caller is

@@ -1,0 +1,100 @@
+//! The disposal handshake between the controller and a node's backup agent: what the
+//! agent's answer on the pod means. Pure.
+
+use crate::names::{DISPOSAL_CONFIRMATION_ANNOTATION, DISPOSAL_RESULT_ANNOTATION};
+use std::collections::BTreeMap;
+
+/// The value of [`DISPOSAL_CONFIRMATION_ANNOTATION`] on a pod whose disposal waits for it.
+pub const CONFIRMATION_REQUIRED: &str = "required";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DisposalResult {
+    /// The agent saved the workspace's work: nothing is lost.
+    Saved,
+    /// The agent could not save it (its words, or why its answer was not understood).
+    Failed(String),
+}
+
+/// Whether a pod with these annotations waits for its agent's confirmation.
+pub fn confirmation_required(annotations: Option<&BTreeMap<String, String>>) -> bool {
+    annotations
+        .and_then(|a| a.get(DISPOSAL_CONFIRMATION_ANNOTATION))
+        .is_some_and(|v| v == CONFIRMATION_REQUIRED)
+}
+
+/// The agent's answer on a pod with these annotations, if it gave one. Anything but `saved`
+/// counts as a failure: an answer the controller cannot read must not pass for saved work.
+pub fn result(annotations: Option<&BTreeMap<String, String>>) -> Option<DisposalResult> {
+    let value = annotations?.get(DISPOSAL_RESULT_ANNOTATION)?.trim();
+    if value == "saved" {
+        return Some(DisposalResult::Saved);
+    }
+    let why = match value.split_once(':') {
+        Some(("failed", why)) if !why.trim().is_empty() => why.trim().to_string(),
+        _ if value == "failed" => "no reason given".to_string(),
+        _ => format!("unrecognised result {value:?} (expected \"saved\" or \"failed: <why>\")"),
+    };
+    Some(DisposalResult::Failed(why))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn annotations(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn what_the_agent_said() {
+        let cases = [
+            (vec![], None),
+            (
+                vec![(DISPOSAL_RESULT_ANNOTATION, "saved")],
+                Some(DisposalResult::Saved),
+            ),
+            (
+                vec![(DISPOSAL_RESULT_ANNOTATION, " saved ")],
+                Some(DisposalResult::Saved),
+            ),
+            (
+                vec![(DISPOSAL_RESULT_ANNOTATION, "failed: disk full")],
+                Some(DisposalResult::Failed("disk full".into())),
+            ),
+            (
+                vec![(DISPOSAL_RESULT_ANNOTATION, "failed")],
+                Some(DisposalResult::Failed("no reason given".into())),
+            ),
+            (
+                vec![(DISPOSAL_RESULT_ANNOTATION, "Saved!")],
+                Some(DisposalResult::Failed(
+                    "unrecognised result \"Saved!\" (expected \"saved\" or \"failed: <why>\")"
+                        .into(),
+                )),
+            ),
+        ];
+        for (pairs, want) in cases {
+            assert_eq!(result(Some(&annotations(&pairs))), want, "{pairs:?}");
+        }
+        assert_eq!(result(None), None);
+    }
+
+    #[test]
+    fn which_pods_wait_for_confirmation() {
+        let cases = [
+            (vec![], false),
+            (vec![(DISPOSAL_CONFIRMATION_ANNOTATION, "required")], true),
+            (vec![(DISPOSAL_CONFIRMATION_ANNOTATION, "no")], false),
+        ];
+        for (pairs, want) in cases {
+            assert_eq!(
+                confirmation_required(Some(&annotations(&pairs))),
+                want,
+                "{pairs:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! Advance notice of a drain: which coming occurrence a workspace is told of, and when that
+//! answer next changes. Pure; the controller writes the result to the Workspace and its pod.
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::schedule::Occurrence;
+use crate::window::CompiledWindow;
+
+/// What a workspace is told: the same facts in its status, its condition and its pod's
+/// annotation (`names::MAINTENANCE_NOTICE_ANNOTATION`, this as JSON).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MaintenanceNotice {
+    /// The MaintenanceWindow that will drain the workspace.
+    pub window: String,
+    /// When the drain starts: the workspace is asked to stop then.
+    pub start: Time,
+    /// When the occurrence ends; new workspaces may start again after it.
+    pub end: Time,
+    /// The window's `message`, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl MaintenanceNotice {
+    /// One line for a condition or an Event.
+    pub fn describe(&self) -> String {
+        let mut text = format!(
+            "maintenance window {} drains this workspace from {} to {}",
+            self.window, self.start.0, self.end.0
+        );
+        if let Some(message) = &self.message {
+            text.push_str(": ");
+            text.push_str(message);
+        }
+        text
+    }
+}
+
+impl CompiledWindow {
+    /// The occurrence this window gives notice of at `t`: from `notice` before a drain
+    /// occurrence opens until it is over. None for a window without notice, without drain,
+    /// or suspended.
+    pub fn noticed_occurrence(&self, t: Timestamp) -> Option<Occurrence> {
+        let notice = self.notice.filter(|_| self.drain && !self.suspend)?;
+        if let Some(active) = self.active_at(t) {
+            return Some(active);
+        }
+        let next = *self.schedule().next_after(t, 1).first()?;
+        let from = next.start.checked_sub(notice).ok()?;
+        (from <= t).then_some(next)
+    }
+
+    /// The next instant after `t` at which `noticed_occurrence` may change its answer.
+    pub fn next_notice_change(&self, t: Timestamp) -> Option<Timestamp> {
+        let notice = self.notice.filter(|_| self.drain && !self.suspend)?;
+        if let Some(o) = self.noticed_occurrence(t) {
+            return Some(o.end);
+        }
+        let next = *self.schedule().next_after(t, 1).first()?;
+        next.start.checked_sub(notice).ok().filter(|from| *from > t)
+    }
+}
+
+/// The notice a workspace with `workspace_labels` in a namespace with `namespace_labels`
+/// carries at `t`: of the covering windows giving notice, the one that opens first (then by
+/// name, so the answer is stable).
+pub fn notice_for<'a>(
+    windows: impl IntoIterator<Item = &'a CompiledWindow>,
+    namespace_labels: &BTreeMap<String, String>,
+    workspace_labels: &BTreeMap<String, String>,
+    t: Timestamp,
+) -> Option<MaintenanceNotice> {
+    windows
+        .into_iter()
+        .filter(|w| w.covers(namespace_labels, workspace_labels))
+        .filter_map(|w| w.noticed_occurrence(t).map(|o| (o, w)))
+        .min_by(|(a, wa), (b, wb)| a.start.cmp(&b.start).then(wa.name.cmp(&wb.name)))
+        .map(|(o, w)| MaintenanceNotice {
+            window: w.name.clone(),
+            start: Time(o.start),
+            end: Time(o.end),
+            message: w.message.clone(),
+        })
+}
+
+/// When any of `windows` next changes whom it notifies: the controller looks again then.
+pub fn next_change<'a>(
+    windows: impl IntoIterator<Item = &'a CompiledWindow>,
+    t: Timestamp,
+) -> Option<Timestamp> {
+    windows
+        .into_iter()
+        .filter_map(|w| w.next_notice_change(t))
+        .min()
+}

@@ -1,0 +1,97 @@
+//! The disposal handshake: "may this stopped pod go?" Pure.
+//!
+//! Without the handshake a workspace pod is released (its disposal finalizer removed) as
+//! soon as its containers have stopped. With it (the Workspace's `spec.confirmDisposal`,
+//! or the controller's `--confirm-disposal` default, recorded on the pod when it is
+//! created as `lifeguard.dev/disposal-confirmation: required`), the pod stays until the
+//! node's backup agent answers on the pod with `lifeguard.dev/disposal-result`, or until
+//! `--disposal-confirm-timeout` after the pod was asked to stop. The outcome is recorded
+//! first (`DisposalConfirmed` on the Workspace, an Event, and for work that may be lost a
+//! counter), then the pod is released. Until then the workspace stays `Stopping`, so a
+//! drain counts it as stopped only once its work is saved or the wait is over. Everything
+//! lives in the API (annotations, deletion time, condition): a restarted controller
+//! carries on where the last one stopped.
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use lifeguard_api::Workspace;
+use lifeguard_api::disposal::{self, DisposalResult};
+use lifeguard_api::workspace::condition::DISPOSAL_CONFIRMED;
+
+use crate::plan::{Action, Settings};
+use crate::status::set_condition;
+
+pub const REASON_SAVED: &str = "Saved";
+pub const REASON_AGENT_FAILED: &str = "AgentFailed";
+pub const REASON_TIMED_OUT: &str = "TimedOut";
+
+/// Whether a new pod of `ws` waits for its backup agent's confirmation.
+pub fn confirmation_applies(ws: &Workspace, settings: &Settings) -> bool {
+    ws.spec
+        .confirm_disposal
+        .unwrap_or(settings.confirm_disposal)
+}
+
+/// The next action for a pod of `ws` whose containers have stopped (or that is overdue)
+/// and that still holds our finalizer.
+pub fn release(ws: &Workspace, pod: &Pod, now: Timestamp, settings: &Settings) -> Action {
+    let annotations = pod.metadata.annotations.as_ref();
+    if !disposal::confirmation_required(annotations) {
+        return Action::ReleasePod;
+    }
+    let status = ws.status.clone().unwrap_or_default();
+    // A workspace stops once: an outcome on record is this pod's.
+    if status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == DISPOSAL_CONFIRMED)
+    {
+        return Action::ReleasePod;
+    }
+    let asked = pod
+        .metadata
+        .deletion_timestamp
+        .as_ref()
+        .map_or(now, |t| t.0);
+    let deadline = asked
+        .checked_add(settings.disposal_confirm_timeout)
+        .unwrap_or(asked);
+    let (saved, reason, message) = match disposal::result(annotations) {
+        Some(DisposalResult::Saved) => (
+            true,
+            REASON_SAVED,
+            "the backup agent confirmed that the workspace's work is saved".to_string(),
+        ),
+        Some(DisposalResult::Failed(why)) => (
+            false,
+            REASON_AGENT_FAILED,
+            format!(
+                "the backup agent could not save the workspace's work ({why}); the pod is released and the work may be lost"
+            ),
+        ),
+        None if now >= deadline => (
+            false,
+            REASON_TIMED_OUT,
+            format!(
+                "no backup agent confirmed within {:#} that the work is saved; the pod is released and the work may be lost",
+                settings.disposal_confirm_timeout
+            ),
+        ),
+        None => return Action::WaitUntil(deadline),
+    };
+    let mut next = status;
+    set_condition(
+        &mut next.conditions,
+        DISPOSAL_CONFIRMED,
+        saved,
+        reason,
+        &message,
+        ws.metadata.generation,
+        now,
+    );
+    Action::RecordDisposal(Box::new(next))
+}
+
+#[cfg(test)]
+#[path = "disposal_tests.rs"]
+mod disposal_tests;

@@ -1,0 +1,148 @@
+//! When a stopped pod that needs its disposal confirmed may go: one row per situation.
+
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::Pod;
+use lifeguard_api::Workspace;
+use lifeguard_api::names::{DISPOSAL_CONFIRMATION_ANNOTATION, DISPOSAL_RESULT_ANNOTATION};
+use lifeguard_api::workspace::condition::DISPOSAL_CONFIRMED;
+use serde_json::{Value, json};
+
+use super::*;
+use crate::plan::{Action, Settings};
+
+fn at(text: &str) -> Timestamp {
+    text.parse().expect("timestamp literal")
+}
+
+fn ws(confirm: Option<bool>, conditions: Value) -> Workspace {
+    serde_json::from_value(json!({
+        "metadata": {"name": "alice", "namespace": "dev", "uid": "ws-uid", "generation": 1},
+        "spec": {"podTemplate": {}, "confirmDisposal": confirm},
+        "status": {"phase": "Stopping", "conditions": conditions},
+    }))
+    .expect("workspace literal")
+}
+
+fn pod(required: bool, result: Option<&str>) -> Pod {
+    let mut annotations = serde_json::Map::new();
+    if required {
+        annotations.insert(DISPOSAL_CONFIRMATION_ANNOTATION.into(), json!("required"));
+    }
+    if let Some(r) = result {
+        annotations.insert(DISPOSAL_RESULT_ANNOTATION.into(), json!(r));
+    }
+    serde_json::from_value(json!({"metadata": {
+        "name": "ws-alice", "namespace": "dev", "annotations": annotations,
+        "deletionTimestamp": "2026-12-01T22:00:00Z",
+    }}))
+    .expect("pod literal")
+}
+
+fn settings() -> Settings {
+    Settings {
+        disposal_confirm_timeout: SignedDuration::from_mins(10),
+        ..Settings::default()
+    }
+}
+
+#[test]
+fn release_waits_for_the_agent_or_the_timeout() {
+    let recorded = json!([{"type": DISPOSAL_CONFIRMED, "status": "False", "reason": "TimedOut",
+                           "message": "", "lastTransitionTime": "2026-12-01T22:10:00Z"}]);
+    let during = at("2026-12-01T22:05:00Z");
+    let after = at("2026-12-01T22:10:00Z");
+    // (what, workspace, pod, now, want: "release", "wait", or the recorded (status, reason))
+    let cases: Vec<(&str, Workspace, Pod, Timestamp, &str)> = vec![
+        (
+            "no handshake",
+            ws(None, json!([])),
+            pod(false, None),
+            during,
+            "release",
+        ),
+        (
+            "waiting for the agent",
+            ws(None, json!([])),
+            pod(true, None),
+            during,
+            "wait",
+        ),
+        (
+            "the agent saved it",
+            ws(None, json!([])),
+            pod(true, Some("saved")),
+            during,
+            "True/Saved",
+        ),
+        (
+            "the agent failed",
+            ws(None, json!([])),
+            pod(true, Some("failed: disk full")),
+            during,
+            "False/AgentFailed",
+        ),
+        (
+            "no answer in time",
+            ws(None, json!([])),
+            pod(true, None),
+            after,
+            "False/TimedOut",
+        ),
+        (
+            "outcome on record: release",
+            ws(None, recorded),
+            pod(true, None),
+            after,
+            "release",
+        ),
+    ];
+    for (what, workspace, p, now, want) in cases {
+        let got = match release(&workspace, &p, now, &settings()) {
+            Action::ReleasePod => "release".to_string(),
+            Action::WaitUntil(t) => {
+                assert_eq!(
+                    t,
+                    at("2026-12-01T22:10:00Z"),
+                    "{what}: waits until the timeout"
+                );
+                "wait".to_string()
+            }
+            Action::RecordDisposal(status) => {
+                let c = status
+                    .conditions
+                    .iter()
+                    .find(|c| c.type_ == DISPOSAL_CONFIRMED)
+                    .unwrap_or_else(|| panic!("{what}: no condition"));
+                if c.status == "False" {
+                    assert!(c.message.contains("may be lost"), "{what}: {}", c.message);
+                }
+                format!("{}/{}", c.status, c.reason)
+            }
+            other => panic!("{what}: {other:?}"),
+        };
+        assert_eq!(got, want, "{what}");
+    }
+}
+
+#[test]
+fn who_confirms_disposal() {
+    let default_off = Settings::default();
+    let default_on = Settings {
+        confirm_disposal: true,
+        ..Settings::default()
+    };
+    let cases = [
+        (None, &default_off, false),
+        (None, &default_on, true),
+        (Some(true), &default_off, true),
+        (Some(false), &default_on, false),
+    ];
+    for (spec, settings, want) in cases {
+        assert_eq!(
+            confirmation_applies(&ws(spec, json!([])), settings),
+            want,
+            "spec {spec:?}, default {}",
+            settings.confirm_disposal
+        );
+    }
+}

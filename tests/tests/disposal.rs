@@ -1,0 +1,293 @@
+//! The disposal handshake against the real cluster: a drained workspace whose disposal a
+//! backup agent must confirm keeps its stopped pod, and the drain is not over, until the
+//! agent (played by the test, as a node's workspace daemon would) answers on the pod; an
+//! agent that never answers is waited out, with a Warning Event, `DisposalConfirmed=False`,
+//! the counter, and `lifeguard maintenance wait --drained` naming the workspace; a
+//! controller killed during the wait loses nothing and leaves nothing stuck.
+
+use std::time::Duration;
+
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::Pod;
+use kube::Client;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use lifeguard_api::maintenance::MaintenanceWindow;
+use lifeguard_api::names::{DISPOSAL_CONFIRMATION_ANNOTATION, DISPOSAL_RESULT_ANNOTATION};
+use lifeguard_api::workspace::condition::DISPOSAL_CONFIRMED;
+use lifeguard_api::{Workspace, WorkspacePhase};
+use lifeguard_e2e::{
+    BUSYBOX_IMAGE, Component, LOCAL_KUBECONFIG, NAMESPACE_LABEL, controller_leader, kill_pod,
+    metric_sum, poll_until, unique_name, wait_for, wait_gone, with_namespace,
+    workspace_event_reasons,
+};
+use serde_json::json;
+
+const TIMEOUT: Duration = Duration::from_secs(90);
+
+fn workspace(name: &str) -> anyhow::Result<Workspace> {
+    Ok(serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"confirmDisposal": true, "podTemplate": {"spec": {
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{"name": "ide", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
+                            "command": ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]}]
+        }}}
+    }))?)
+}
+
+fn phase(ws: &Workspace) -> Option<WorkspacePhase> {
+    ws.status.as_ref().and_then(|s| s.phase)
+}
+
+fn disposal_condition(ws: &Workspace) -> Option<(String, String)> {
+    let c = ws
+        .status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == DISPOSAL_CONFIRMED)?;
+    Some((c.status.clone(), c.reason.clone()))
+}
+
+/// A running workspace whose pod says its disposal needs confirming.
+async fn running(client: &Client, ns: &str, name: &str) -> anyhow::Result<()> {
+    let workspaces: Api<Workspace> = Api::namespaced(client.clone(), ns);
+    workspaces
+        .create(&PostParams::default(), &workspace(name)?)
+        .await?;
+    wait_for(&workspaces, name, TIMEOUT, "Running", |w| {
+        phase(w) == Some(WorkspacePhase::Running)
+    })
+    .await?;
+    let pod = Api::<Pod>::namespaced(client.clone(), ns)
+        .get(&format!("ws-{name}"))
+        .await?;
+    let marked = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(DISPOSAL_CONFIRMATION_ANNOTATION));
+    assert_eq!(
+        marked.map(String::as_str),
+        Some("required"),
+        "the pod says it waits for its agent"
+    );
+    Ok(())
+}
+
+/// A drain window over the test's namespace, open now.
+async fn drain(client: &Client, ns: &str) -> anyhow::Result<String> {
+    let windows: Api<MaintenanceWindow> = Api::all(client.clone());
+    let name = unique_name("e2e-disposal");
+    let now = Timestamp::now();
+    let window: MaintenanceWindow = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"start": (now - SignedDuration::from_secs(5)).strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+                 "end": (now + SignedDuration::from_secs(900)).strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+                 "drain": true, "message": "disposal e2e",
+                 "namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: ns}}}
+    }))?;
+    windows.create(&PostParams::default(), &window).await?;
+    Ok(name)
+}
+
+/// The pod once it is deleting and its containers have stopped: only the finalizer keeps it.
+async fn stopped_but_kept(pods: &Api<Pod>, name: &str) -> anyhow::Result<Pod> {
+    poll_until(
+        &format!("{name} deleting with its containers stopped"),
+        TIMEOUT,
+        || async {
+            let Some(pod) = pods.get_opt(name).await? else {
+                anyhow::bail!("{name} is gone: released without waiting for its agent");
+            };
+            let stopped = pod
+                .status
+                .as_ref()
+                .and_then(|s| s.container_statuses.as_ref())
+                .is_some_and(|cs| {
+                    cs.iter()
+                        .all(|c| c.state.as_ref().is_some_and(|s| s.running.is_none()))
+                });
+            Ok((pod.metadata.deletion_timestamp.is_some() && stopped).then_some(pod))
+        },
+    )
+    .await
+}
+
+async fn answer(pods: &Api<Pod>, name: &str, result: &str) -> anyhow::Result<()> {
+    let patch = json!({"metadata": {"annotations": {DISPOSAL_RESULT_ANNOTATION: result}}});
+    pods.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(())
+}
+
+fn drained(w: &MaintenanceWindow) -> bool {
+    w.status.as_ref().is_some_and(|s| {
+        s.workspaces_remaining == Some(0)
+            && s.conditions
+                .iter()
+                .any(|c| c.type_ == "Drained" && c.status == "True")
+    })
+}
+
+#[tokio::test]
+async fn a_drain_waits_for_the_agent_to_confirm_the_work_is_saved() {
+    with_namespace("disposal-saved", |client, ns| async move {
+        let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        let windows: Api<MaintenanceWindow> = Api::all(client.clone());
+        running(&client, &ns, "mia").await?;
+        let window = drain(&client, &ns).await?;
+        let outcome = async {
+            stopped_but_kept(&pods, "ws-mia").await?;
+            // The agent backs up for a few seconds; all that time the pod stays and the
+            // drain waits for it.
+            let backing_up = tokio::time::Instant::now() + Duration::from_secs(5);
+            while tokio::time::Instant::now() < backing_up {
+                let w = windows.get(&window).await?;
+                assert!(
+                    !drained(&w),
+                    "drained before the agent confirmed: {:?}",
+                    w.status
+                );
+                assert!(
+                    pods.get_opt("ws-mia").await?.is_some(),
+                    "released before the agent confirmed"
+                );
+                let ws = workspaces.get("mia").await?;
+                assert_eq!(phase(&ws), Some(WorkspacePhase::Stopping));
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            answer(&pods, "ws-mia", "saved").await?;
+            wait_gone(&pods, "ws-mia", TIMEOUT).await?;
+            let ws = wait_for(&workspaces, "mia", TIMEOUT, "Stopped", |w| {
+                phase(w) == Some(WorkspacePhase::Stopped)
+            })
+            .await?;
+            assert_eq!(
+                disposal_condition(&ws),
+                Some(("True".into(), "Saved".into()))
+            );
+            wait_for(&windows, &window, TIMEOUT, "Drained", drained).await?;
+            let reasons = workspace_event_reasons(&client, &ns, "mia").await?;
+            assert!(
+                reasons.iter().any(|r| r == "DisposalConfirmed"),
+                "{reasons:?}"
+            );
+            anyhow::Ok(())
+        }
+        .await;
+        let _ = windows.delete(&window, &DeleteParams::default()).await;
+        outcome
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_agent_that_never_answers_is_waited_out_and_named() {
+    with_namespace("disposal-silent", |client, ns| async move {
+        let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        let windows: Api<MaintenanceWindow> = Api::all(client.clone());
+        running(&client, &ns, "ned").await?;
+        let window = drain(&client, &ns).await?;
+        let outcome = async {
+            let pod = stopped_but_kept(&pods, "ws-ned").await?;
+            let asked = pod
+                .metadata
+                .deletion_timestamp
+                .map(|t| t.0)
+                .ok_or_else(|| anyhow::anyhow!("not deleting"))?;
+            // The local overlay's --disposal-confirm-timeout is 40s.
+            wait_gone(&pods, "ws-ned", TIMEOUT).await?;
+            let waited = Timestamp::now().duration_since(asked);
+            assert!(
+                waited >= SignedDuration::from_secs(39),
+                "released after {waited:#}, before the timeout"
+            );
+            let ws = wait_for(&workspaces, "ned", TIMEOUT, "Stopped", |w| {
+                phase(w) == Some(WorkspacePhase::Stopped)
+            })
+            .await?;
+            assert_eq!(
+                disposal_condition(&ws),
+                Some(("False".into(), "TimedOut".into()))
+            );
+            let reasons = workspace_event_reasons(&client, &ns, "ned").await?;
+            assert!(
+                reasons.iter().any(|r| r == "DisposalTimedOut"),
+                "{reasons:?}"
+            );
+            let series = r#"lifeguard_controller_disposals_unconfirmed_total{reason="timed_out"}"#;
+            let counted = metric_sum(&client, Component::Controller, series).await?;
+            assert!(counted >= 1.0, "{series} = {counted}");
+            wait_for(&windows, &window, TIMEOUT, "Drained", drained).await?;
+            let wait = std::process::Command::new(env!("CARGO_BIN_EXE_lifeguard-cli"))
+                .args([
+                    "--kubeconfig",
+                    LOCAL_KUBECONFIG,
+                    "maintenance",
+                    "wait",
+                    &window,
+                    "--drained",
+                    "--timeout",
+                    "30s",
+                ])
+                .output()?;
+            let stderr = String::from_utf8_lossy(&wait.stderr);
+            assert_eq!(wait.status.code(), Some(0), "{stderr}");
+            assert!(
+                stderr.contains("work may be lost")
+                    && stderr.contains(&format!("{ns}/ned (TimedOut")),
+                "wait --drained names the workspace: {stderr}"
+            );
+            anyhow::Ok(())
+        }
+        .await;
+        let _ = windows.delete(&window, &DeleteParams::default()).await;
+        outcome
+    })
+    .await;
+}
+
+#[tokio::test]
+#[ignore = "disruptive: kills the leading controller; test-all runs it alone with --ignored"]
+async fn a_controller_killed_during_the_wait_loses_nothing() {
+    with_namespace("disposal-kill", |client, ns| async move {
+        let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        let windows: Api<MaintenanceWindow> = Api::all(client.clone());
+        running(&client, &ns, "ola").await?;
+        let window = drain(&client, &ns).await?;
+        let outcome = async {
+            stopped_but_kept(&pods, "ws-ola").await?;
+            let leader = controller_leader(&client)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("no controller leads"))?;
+            kill_pod(&client, &leader).await?;
+            // The agent answers while no controller may be leading.
+            answer(&pods, "ws-ola", "saved").await?;
+            wait_gone(&pods, "ws-ola", TIMEOUT).await?;
+            let ws = wait_for(&workspaces, "ola", TIMEOUT, "Stopped", |w| {
+                phase(w) == Some(WorkspacePhase::Stopped)
+            })
+            .await?;
+            assert_eq!(
+                disposal_condition(&ws),
+                Some(("True".into(), "Saved".into())),
+                "nothing lost"
+            );
+            wait_for(&windows, &window, TIMEOUT, "Drained", drained).await?;
+            let now_leading = controller_leader(&client).await?;
+            assert!(
+                now_leading.is_some_and(|l| l != leader),
+                "another replica took over"
+            );
+            anyhow::Ok(())
+        }
+        .await;
+        let _ = windows.delete(&window, &DeleteParams::default()).await;
+        outcome
+    })
+    .await;
+}

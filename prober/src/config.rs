@@ -98,6 +98,11 @@ pub struct Config {
     pub heartbeat: Duration,
     #[arg(long, env = "LIFEGUARD_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
+    /// Play the node's backup agent in the disposal handshake for workspace pods labelled
+    /// `disposal-standin: "true"`, "saving" each for this long
+    /// (`disposal_standin`). Off by default.
+    #[arg(long, env = "LIFEGUARD_PROBER_DISPOSAL_STANDIN_SAVE_TIME", value_parser = parse_interval)]
+    pub disposal_standin_save_time: Option<Duration>,
 }
 
 impl Config {

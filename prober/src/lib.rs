@@ -5,6 +5,7 @@
 pub mod checks;
 pub mod config;
 pub mod container;
+pub mod disposal_standin;
 pub mod fleet;
 pub mod metrics;
 pub mod mounts;
@@ -98,6 +99,18 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         config.ttl,
         schedule.clone(),
     ));
+    if let Some(save_time) = config.disposal_standin_save_time {
+        tracing::info!(
+            ?save_time,
+            "playing the backup agent for pods labelled disposal-standin=true"
+        );
+        tokio::spawn(disposal_standin::run(
+            client.clone(),
+            config.node_name.clone(),
+            shared.clone(),
+            save_time,
+        ));
+    }
     let mut probe = ContainerProbe::new(client, &config.probe_namespace, config.node_name.clone());
     probe.image = config.probe_image.clone();
     probe.pull_policy = config.probe_image_pull_policy.clone();

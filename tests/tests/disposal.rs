@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use lifeguard_api::maintenance::MaintenanceWindow;
@@ -25,9 +26,13 @@ use serde_json::json;
 const TIMEOUT: Duration = Duration::from_secs(90);
 
 fn workspace(name: &str) -> anyhow::Result<Workspace> {
+    workspace_labelled(name, json!({}))
+}
+
+fn workspace_labelled(name: &str, pod_labels: serde_json::Value) -> anyhow::Result<Workspace> {
     Ok(serde_json::from_value(json!({
         "metadata": {"name": name},
-        "spec": {"confirmDisposal": true, "podTemplate": {"spec": {
+        "spec": {"confirmDisposal": true, "podTemplate": {"metadata": {"labels": pod_labels}, "spec": {
             "terminationGracePeriodSeconds": 1,
             "containers": [{"name": "ide", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
                             "command": ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]}]
@@ -51,10 +56,12 @@ fn disposal_condition(ws: &Workspace) -> Option<(String, String)> {
 
 /// A running workspace whose pod says its disposal needs confirming.
 async fn running(client: &Client, ns: &str, name: &str) -> anyhow::Result<()> {
+    running_from(client, ns, name, workspace(name)?).await
+}
+
+async fn running_from(client: &Client, ns: &str, name: &str, ws: Workspace) -> anyhow::Result<()> {
     let workspaces: Api<Workspace> = Api::namespaced(client.clone(), ns);
-    workspaces
-        .create(&PostParams::default(), &workspace(name)?)
-        .await?;
+    workspaces.create(&PostParams::default(), &ws).await?;
     wait_for(&workspaces, name, TIMEOUT, "Running", |w| {
         phase(w) == Some(WorkspacePhase::Running)
     })
@@ -283,6 +290,64 @@ async fn a_controller_killed_during_the_wait_loses_nothing() {
                 now_leading.is_some_and(|l| l != leader),
                 "another replica took over"
             );
+            anyhow::Ok(())
+        }
+        .await;
+        let _ = windows.delete(&window, &DeleteParams::default()).await;
+        outcome
+    })
+    .await;
+}
+
+/// The binding a platform team makes to let its node agent answer (manifests/disposal-agent),
+/// here for the prober's stand-in (`--disposal-standin-save-time=3s` in the local overlay).
+async fn bind_the_stand_in(client: &Client) -> anyhow::Result<()> {
+    let bindings: Api<ClusterRoleBinding> = Api::all(client.clone());
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "lifeguard-prober-disposal-standin"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "lifeguard-disposal-agent"},
+        "subjects": [{"kind": "ServiceAccount", "name": "lifeguard-prober", "namespace": "lifeguard-system"}]
+    }))?;
+    match bindings.create(&PostParams::default(), &binding).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[tokio::test]
+async fn the_probers_stand_in_agent_saves_a_drained_workspace() {
+    with_namespace("disposal-standin", |client, ns| async move {
+        bind_the_stand_in(&client).await?;
+        let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        let windows: Api<MaintenanceWindow> = Api::all(client.clone());
+        let ws = workspace_labelled("pia", json!({"disposal-standin": "true"}))?;
+        running_from(&client, &ns, "pia", ws).await?;
+        let window = drain(&client, &ns).await?;
+        let outcome = async {
+            let pod = stopped_but_kept(&pods, "ws-pia").await?;
+            let asked = pod
+                .metadata
+                .deletion_timestamp
+                .map(|t| t.0)
+                .ok_or_else(|| anyhow::anyhow!("not deleting"))?;
+            wait_gone(&pods, "ws-pia", TIMEOUT).await?;
+            let waited = Timestamp::now().duration_since(asked);
+            assert!(
+                waited >= SignedDuration::from_secs(3),
+                "released after {waited:#}, before the stand-in's 3 s save"
+            );
+            let ws = wait_for(&workspaces, "pia", TIMEOUT, "Stopped", |w| {
+                phase(w) == Some(WorkspacePhase::Stopped)
+            })
+            .await?;
+            assert_eq!(
+                disposal_condition(&ws),
+                Some(("True".into(), "Saved".into())),
+                "the node is healthy: saved"
+            );
+            wait_for(&windows, &window, TIMEOUT, "Drained", drained).await?;
             anyhow::Ok(())
         }
         .await;

@@ -402,6 +402,10 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Tracked<T> {
 mod conn_tests;
 
 #[cfg(test)]
+#[path = "conn_h2_tests.rs"]
+mod conn_h2_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -28,6 +28,15 @@ pub async fn connect(
     addr: std::net::SocketAddr,
     bundles: &[&[u8]],
 ) -> Result<(tokio_rustls::client::TlsStream<TcpStream>, Vec<u8>), String> {
+    connect_with_alpn(addr, bundles, &[]).await
+}
+
+/// As `connect`, offering the ALPN protocols `alpn` (for example `h2`).
+pub async fn connect_with_alpn(
+    addr: std::net::SocketAddr,
+    bundles: &[&[u8]],
+    alpn: &[&[u8]],
+) -> Result<(tokio_rustls::client::TlsStream<TcpStream>, Vec<u8>), String> {
     let mut roots = RootCertStore::empty();
     for bundle in bundles {
         for der in certgen::der_certificates(bundle) {
@@ -36,11 +45,12 @@ pub async fn connect(
                 .map_err(|e| e.to_string())?;
         }
     }
-    let config = rustls::ClientConfig::builder_with_provider(provider())
+    let mut config = rustls::ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
         .with_root_certificates(roots)
         .with_no_client_auth();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     let tcp = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
     let name = rustls_pki_types::ServerName::try_from(NAME).map_err(|e| e.to_string())?;
     let tls = TlsConnector::from(Arc::new(config))

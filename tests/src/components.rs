@@ -306,6 +306,17 @@ pub async fn wait_window_enforced(
     namespace: &str,
     window: &str,
 ) -> anyhow::Result<()> {
+    wait_window_enforced_for(client, namespace, window, serde_json::json!({})).await
+}
+
+/// As `wait_window_enforced`, for a Workspace carrying `labels` (a window with a
+/// `workspaceSelector` covers only some).
+pub async fn wait_window_enforced_for(
+    client: &Client,
+    namespace: &str,
+    window: &str,
+    labels: serde_json::Value,
+) -> anyhow::Result<()> {
     let review = serde_json::json!({
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
@@ -318,7 +329,7 @@ pub async fn wait_window_enforced(
             "userInfo": {"username": "e2e"},
             "object": {
                 "apiVersion": "lifeguard.dev/v1alpha1", "kind": "Workspace",
-                "metadata": {"name": "e2e-window-probe", "namespace": namespace},
+                "metadata": {"name": "e2e-window-probe", "namespace": namespace, "labels": labels},
                 "spec": {"podTemplate": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}
             },
             "dryRun": true

@@ -18,6 +18,7 @@ pub use components::{
     CONTROLLER_LEASE, Component, LIFEGUARD_NAMESPACE, arg_value, controller_leader,
     declared_container, http_get, kill_pod, local_pid, metric_sum, metric_value, ops_url,
     pod_says_it_leads, ready_pods, review_on, stop_pod, wait_ready_pods, wait_window_enforced,
+    wait_window_enforced_for,
 };
 pub use namespace::{NAMESPACE_LABEL, unique_name, with_namespace};
 pub use rejector::{Rejector, sleeping_workspace};

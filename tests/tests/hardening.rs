@@ -1,0 +1,327 @@
+//! Stuck states and bypasses found by trying lifeguard adversarially, as a user meets them:
+//! a pod create the API refuses (a ResourceQuota of 0 pods), a forged re-creation marker
+//! in a template, a drain over a Workspace that never got a pod, and a window that selects
+//! Workspaces by label, on both the Workspace and its pod.
+
+use std::time::Duration;
+
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::{Pod, ResourceQuota};
+use kube::Client;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use lifeguard_api::maintenance::MaintenanceWindow;
+use lifeguard_api::workspace::condition::{POD_CREATE_FAILED, READY};
+use lifeguard_api::{Workspace, WorkspacePhase};
+use lifeguard_e2e::{
+    BUSYBOX_IMAGE, NAMESPACE_LABEL, unique_name, wait_for, wait_gone, wait_window_enforced_for,
+    with_namespace, workspace_event_reasons,
+};
+use serde_json::{Value, json};
+
+const TIMEOUT: Duration = Duration::from_secs(90);
+const QUOTA: &str = "no-pods";
+
+fn workspace(name: &str, labels: Value) -> anyhow::Result<Workspace> {
+    Ok(serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"podTemplate": {"spec": {
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{"name": "ide", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
+                            "command": ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]}]
+        }}}
+    }))?)
+}
+
+fn phase(ws: &Workspace) -> Option<WorkspacePhase> {
+    ws.status.as_ref().and_then(|s| s.phase)
+}
+
+/// (status, reason, message) of condition `type_`.
+fn condition(ws: &Workspace, type_: &str) -> Option<(String, String, String)> {
+    let c = ws
+        .status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)?;
+    Some((c.status.clone(), c.reason.clone(), c.message.clone()))
+}
+
+async fn forbid_pods(client: &Client, ns: &str) -> anyhow::Result<()> {
+    let quotas: Api<ResourceQuota> = Api::namespaced(client.clone(), ns);
+    let quota: ResourceQuota = serde_json::from_value(json!({
+        "metadata": {"name": QUOTA}, "spec": {"hard": {"pods": "0"}}
+    }))?;
+    quotas.create(&PostParams::default(), &quota).await?;
+    // The quota admission plugin refuses only once the quota controller has counted usage.
+    wait_for(&quotas, QUOTA, TIMEOUT, "usage counted", |q| {
+        q.status.as_ref().and_then(|s| s.used.as_ref()).is_some()
+    })
+    .await?;
+    Ok(())
+}
+
+async fn allow_pods(client: &Client, ns: &str) -> anyhow::Result<()> {
+    let quotas: Api<ResourceQuota> = Api::namespaced(client.clone(), ns);
+    quotas.delete(QUOTA, &DeleteParams::default()).await?;
+    wait_gone(&quotas, QUOTA, TIMEOUT).await
+}
+
+/// Waits until Workspace `name` is Pending because its pod create was refused with a
+/// message containing `says`.
+async fn refused(api: &Api<Workspace>, name: &str, says: &str) -> anyhow::Result<Workspace> {
+    wait_for(api, name, TIMEOUT, &format!("refused: {says}"), |w| {
+        phase(w) == Some(WorkspacePhase::Pending)
+            && condition(w, POD_CREATE_FAILED)
+                .is_some_and(|(status, _, message)| status == "True" && message.contains(says))
+    })
+    .await
+}
+
+fn rfc3339(t: Timestamp) -> String {
+    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// A window open now for ten minutes over namespace `ns`, with `extra` in its spec; waits
+/// until every webhook replica enforces it for a Workspace labelled `labels`.
+async fn open_window(
+    client: &Client,
+    ns: &str,
+    extra: Value,
+    labels: Value,
+) -> anyhow::Result<String> {
+    let windows: Api<MaintenanceWindow> = Api::all(client.clone());
+    let name = unique_name("e2e-hardening");
+    let now = Timestamp::now();
+    let mut spec = json!({
+        "start": rfc3339(now - SignedDuration::from_secs(60)),
+        "end": rfc3339(now + SignedDuration::from_secs(600)),
+        "message": "cluster upgrade",
+        "namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: ns}},
+    });
+    if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
+        spec.extend(extra.clone());
+    }
+    let window: MaintenanceWindow =
+        serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec}))?;
+    windows.create(&PostParams::default(), &window).await?;
+    wait_window_enforced_for(client, ns, &name, labels).await?;
+    Ok(name)
+}
+
+async fn close_window(client: &Client, name: &str) {
+    let windows: Api<MaintenanceWindow> = Api::all(client.clone());
+    let _ = windows.delete(name, &DeleteParams::default()).await;
+}
+
+#[tokio::test]
+async fn a_refused_pod_create_is_reported_once_and_the_workspace_starts_when_allowed() {
+    with_namespace("quota", |client, ns| async move {
+        forbid_pods(&client, &ns).await?;
+        let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
+        workspaces
+            .create(&PostParams::default(), &workspace("olga", json!({}))?)
+            .await?;
+        let pending = refused(&workspaces, "olga", "exceeded quota").await?;
+        let (_, reason, _) = condition(&pending, READY).unwrap_or_default();
+        assert_eq!(reason, "PodCreateFailed", "Ready says why it is not");
+        // Retried with backoff: wait for a third attempt, then count the Events.
+        let retried = wait_for(&workspaces, "olga", TIMEOUT, "three attempts", |w| {
+            w.status
+                .as_ref()
+                .and_then(|s| s.last_create_error.as_ref())
+                .is_some_and(|e| e.attempts >= 3)
+        })
+        .await?;
+        let error = retried
+            .status
+            .and_then(|s| s.last_create_error)
+            .ok_or_else(|| anyhow::anyhow!("no lastCreateError"))?;
+        assert_eq!(error.code, 403, "the API's refusal is recorded: {error:?}");
+        // The local overlay keeps the default 5 s first wait: 5 s then 10 s between the
+        // first three attempts when the wait doubles, 10 s at a fixed 5 s.
+        let spread = error.time.0.duration_since(error.since.0).as_secs();
+        assert!(
+            spread >= 14,
+            "attempts 1 to {} are spread by a doubling backoff ({spread} s)",
+            error.attempts
+        );
+        let reasons = workspace_event_reasons(&client, &ns, "olga").await?;
+        let refusals = reasons.iter().filter(|r| *r == "PodCreateFailed").count();
+        assert_eq!(
+            refusals, 1,
+            "one Event for one distinct refusal, not one per attempt: {reasons:?}"
+        );
+
+        allow_pods(&client, &ns).await?;
+        let running = wait_for(&workspaces, "olga", TIMEOUT, "Running", |w| {
+            phase(w) == Some(WorkspacePhase::Running)
+        })
+        .await?;
+        let (status, _, _) = condition(&running, POD_CREATE_FAILED).unwrap_or_default();
+        assert_eq!(status, "False", "the refusal is cleared once a pod exists");
+        Ok(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_template_cannot_forge_a_recreation_to_start_during_a_window() {
+    with_namespace("forge", |client, ns| async move {
+        forbid_pods(&client, &ns).await?;
+        let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
+        workspaces
+            .create(&PostParams::default(), &workspace("mallory", json!({}))?)
+            .await?;
+        refused(&workspaces, "mallory", "exceeded quota").await?;
+        let window = open_window(&client, &ns, json!({"allowRecreation": true}), json!({})).await?;
+        let outcome = async {
+            // The reproduction: mark the template as a re-creation while no pod exists.
+            let forged = json!({"spec": {"podTemplate": {"metadata": {"annotations": {
+                "lifeguard.dev/recreation": "1"}}}}});
+            let edit = workspaces
+                .patch("mallory", &PatchParams::default(), &Patch::Merge(&forged))
+                .await;
+            match edit {
+                Err(kube::Error::Api(s)) => anyhow::ensure!(
+                    s.message.contains("lifeguard.dev/recreation")
+                        && s.message.contains("set by the lifeguard controller only"),
+                    "refused, naming the key: {}",
+                    s.message
+                ),
+                other => anyhow::bail!("the forged marker was accepted: {other:?}"),
+            }
+            // With the quota gone, the window still denies the first start.
+            allow_pods(&client, &ns).await?;
+            let denied = refused(&workspaces, "mallory", &window).await?;
+            let (_, reason, _) = condition(&denied, POD_CREATE_FAILED).unwrap_or_default();
+            anyhow::ensure!(reason == "MaintenanceDenied", "reason {reason}");
+            let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+            anyhow::ensure!(
+                pods.get_opt("ws-mallory").await?.is_none(),
+                "no pod during the window"
+            );
+            Ok(())
+        }
+        .await;
+        close_window(&client, &window).await;
+        outcome?;
+        wait_for(
+            &workspaces,
+            "mallory",
+            TIMEOUT,
+            "Running after the window",
+            |w| phase(w) == Some(WorkspacePhase::Running),
+        )
+        .await?;
+        Ok(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_drained_workspace_that_never_had_a_pod_counts_as_stopped_and_stays_stopped() {
+    with_namespace("drain-nopod", |client, ns| async move {
+        forbid_pods(&client, &ns).await?;
+        let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
+        workspaces
+            .create(&PostParams::default(), &workspace("nina", json!({}))?)
+            .await?;
+        refused(&workspaces, "nina", "exceeded quota").await?;
+        let window = open_window(&client, &ns, json!({"drain": true}), json!({})).await?;
+        let windows: Api<MaintenanceWindow> = Api::all(client.clone());
+        let drained = wait_for(&windows, &window, TIMEOUT, "Drained", |w| {
+            w.status.as_ref().is_some_and(|s| {
+                s.workspaces_remaining == Some(0)
+                    && s.conditions
+                        .iter()
+                        .any(|c| c.type_ == "Drained" && c.status == "True")
+            })
+        })
+        .await;
+        let stopped = workspaces.get("nina").await.map(|w| phase(&w));
+        close_window(&client, &window).await;
+        drained?;
+        assert_eq!(stopped?, Some(WorkspacePhase::Stopped));
+
+        // After the window, with room for pods again: a new Workspace starts, the drained
+        // one stays stopped (its pod is neither created nor created-and-deleted).
+        allow_pods(&client, &ns).await?;
+        workspaces
+            .create(&PostParams::default(), &workspace("oscar", json!({}))?)
+            .await?;
+        wait_for(&workspaces, "oscar", TIMEOUT, "Running", |w| {
+            phase(w) == Some(WorkspacePhase::Running)
+        })
+        .await?;
+        let nina = workspaces.get("nina").await?;
+        assert_eq!(phase(&nina), Some(WorkspacePhase::Stopped));
+        let reasons = workspace_event_reasons(&client, &ns, "nina").await?;
+        assert!(
+            !reasons.iter().any(|r| r == "PodCreated"),
+            "the drained workspace was never started: {reasons:?}"
+        );
+        Ok(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_workspace_selector_covers_a_workspace_and_its_pod_alike() {
+    with_namespace("ws-selector", |client, ns| async move {
+        let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
+        forbid_pods(&client, &ns).await?;
+        // Created before the window, waiting for room: their pods are created during it.
+        for (name, tier) in [("paid", "pro"), ("free", "free")] {
+            workspaces
+                .create(
+                    &PostParams::default(),
+                    &workspace(name, json!({"tier": tier}))?,
+                )
+                .await?;
+            refused(&workspaces, name, "exceeded quota").await?;
+        }
+        let selector = json!({"workspaceSelector": {"matchLabels": {"tier": "free"}}});
+        let window = open_window(&client, &ns, selector, json!({"tier": "free"})).await?;
+        let outcome = async {
+            // The Workspace path: a new labelled Workspace is denied, another is not.
+            let created = workspaces
+                .create(
+                    &PostParams::default(),
+                    &workspace("free-2", json!({"tier": "free"}))?,
+                )
+                .await;
+            match created {
+                Err(kube::Error::Api(s)) => anyhow::ensure!(
+                    s.message.contains(&window),
+                    "denied by the window: {}",
+                    s.message
+                ),
+                other => anyhow::bail!("a covered Workspace was admitted: {other:?}"),
+            }
+            // The pod path: the covered Workspace's pod is denied, the other one starts.
+            allow_pods(&client, &ns).await?;
+            wait_for(&workspaces, "paid", TIMEOUT, "Running", |w| {
+                phase(w) == Some(WorkspacePhase::Running)
+            })
+            .await?;
+            let denied = refused(&workspaces, "free", &window).await?;
+            let (_, reason, _) = condition(&denied, POD_CREATE_FAILED).unwrap_or_default();
+            anyhow::ensure!(reason == "MaintenanceDenied", "reason {reason}");
+            Ok(())
+        }
+        .await;
+        close_window(&client, &window).await;
+        outcome?;
+        wait_for(
+            &workspaces,
+            "free",
+            TIMEOUT,
+            "Running after the window",
+            |w| phase(w) == Some(WorkspacePhase::Running),
+        )
+        .await?;
+        Ok(())
+    })
+    .await;
+}

@@ -7,6 +7,7 @@ mod admissions;
 mod cluster;
 mod components;
 mod namespace;
+mod quota;
 mod rejector;
 mod wait;
 
@@ -21,5 +22,6 @@ pub use components::{
     wait_window_enforced_for,
 };
 pub use namespace::{NAMESPACE_LABEL, unique_name, with_namespace};
+pub use quota::{allow_pods, forbid_pods};
 pub use rejector::{Rejector, sleeping_workspace};
 pub use wait::{DEFAULT_TIMEOUT, poll_until, wait_for, wait_gone};

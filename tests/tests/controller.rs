@@ -11,8 +11,9 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use lifeguard_api::maintenance::MaintenanceWindow;
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    BUSYBOX_IMAGE, NAMESPACE_LABEL, Rejector, apply_crds, node_name, unique_name, wait_for,
-    wait_gone, with_namespace, workspace_event_reasons,
+    BUSYBOX_IMAGE, NAMESPACE_LABEL, Rejector, allow_pods, apply_crds, forbid_pods, node_name,
+    unique_name, wait_for, wait_gone, wait_window_enforced, with_namespace,
+    workspace_event_reasons,
 };
 use serde_json::{Value, json};
 
@@ -212,22 +213,31 @@ async fn recreation_waits_while_a_window_denies_it() {
         let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
         workspaces.create(&PostParams::default(), &workspace("dave", rejector.pod_spec_fields(), json!({}))?).await?;
         wait_for(&workspaces, "dave", TIMEOUT, "rejected", |w| w.status.as_ref().is_some_and(|s| s.last_rejection.is_some())).await?;
+        // Hold the replacement back with a quota until every webhook replica enforces the
+        // window, so that the window, not a race with its cache, decides the replacement.
+        forbid_pods(&client, &ns).await?;
+        wait_for(&workspaces, "dave", TIMEOUT, "replacement refused by the quota", |w| create_refused_by(w, "exceeded quota")).await?;
         let windows: Api<MaintenanceWindow> = Api::all(client.clone());
         let window_name = unique_name("e2e-recreate-window");
         let now = Timestamp::now();
         let window: MaintenanceWindow = serde_json::from_value(json!({
             "metadata": {"name": window_name},
             "spec": {"start": (now - SignedDuration::from_secs(60)).strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
-                     "end": (now + SignedDuration::from_secs(25)).strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+                     "end": (now + SignedDuration::from_secs(600)).strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
                      "message": "upgrade", "namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: ns.clone()}}}
         }))?;
         windows.create(&PostParams::default(), &window).await?;
-        rejector.admit().await?;
-        // While the window lasts, the replacement is refused and no retry is used up.
-        tokio::time::sleep(Duration::from_secs(15)).await;
-        let during = workspaces.get("dave").await?.status.unwrap_or_default();
-        let ws = wait_for(&workspaces, "dave", TIMEOUT, "Running after the window", |w| phase(w) == Some(WorkspacePhase::Running)).await;
+        let during = async {
+            wait_window_enforced(&client, &ns, &window_name).await?;
+            rejector.admit().await?;
+            allow_pods(&client, &ns).await?;
+            // While the window lasts, the replacement is refused and no retry is used up.
+            wait_for(&workspaces, "dave", TIMEOUT, "replacement refused by the window", |w| create_refused_by(w, &window_name)).await
+        }
+        .await;
         let _ = windows.delete(&window_name, &DeleteParams::default()).await;
+        let during = during?.status.unwrap_or_default();
+        let ws = wait_for(&workspaces, "dave", TIMEOUT, "Running after the window", |w| phase(w) == Some(WorkspacePhase::Running)).await;
         rejector.reject().await?;
         assert_eq!(during.pod_recreated, 0, "no retry used while the window refused the pod");
         assert_ne!(during.phase, Some(WorkspacePhase::Failed));
@@ -235,6 +245,20 @@ async fn recreation_waits_while_a_window_denies_it() {
         Ok(())
     })
     .await;
+}
+
+/// The API refused the last pod create with a message containing `says`.
+fn create_refused_by(ws: &Workspace, says: &str) -> bool {
+    ws.status
+        .as_ref()
+        .and_then(|s| s.last_create_error.as_ref())
+        .is_some_and(|e| e.message.contains(says))
+        && ws.status.as_ref().is_some_and(|s| {
+            s.conditions.iter().any(|c| {
+                c.type_ == lifeguard_api::workspace::condition::POD_CREATE_FAILED
+                    && c.status == "True"
+            })
+        })
 }
 
 #[tokio::test]

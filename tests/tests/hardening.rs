@@ -6,20 +6,19 @@
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::api::core::v1::{Pod, ResourceQuota};
+use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use lifeguard_api::maintenance::MaintenanceWindow;
 use lifeguard_api::workspace::condition::{POD_CREATE_FAILED, READY};
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    BUSYBOX_IMAGE, NAMESPACE_LABEL, unique_name, wait_for, wait_gone, wait_window_enforced_for,
-    with_namespace, workspace_event_reasons,
+    BUSYBOX_IMAGE, NAMESPACE_LABEL, allow_pods, forbid_pods, unique_name, wait_for,
+    wait_window_enforced_for, with_namespace, workspace_event_reasons,
 };
 use serde_json::{Value, json};
 
 const TIMEOUT: Duration = Duration::from_secs(90);
-const QUOTA: &str = "no-pods";
 
 fn workspace(name: &str, labels: Value) -> anyhow::Result<Workspace> {
     Ok(serde_json::from_value(json!({
@@ -45,26 +44,6 @@ fn condition(ws: &Workspace, type_: &str) -> Option<(String, String, String)> {
         .iter()
         .find(|c| c.type_ == type_)?;
     Some((c.status.clone(), c.reason.clone(), c.message.clone()))
-}
-
-async fn forbid_pods(client: &Client, ns: &str) -> anyhow::Result<()> {
-    let quotas: Api<ResourceQuota> = Api::namespaced(client.clone(), ns);
-    let quota: ResourceQuota = serde_json::from_value(json!({
-        "metadata": {"name": QUOTA}, "spec": {"hard": {"pods": "0"}}
-    }))?;
-    quotas.create(&PostParams::default(), &quota).await?;
-    // The quota admission plugin refuses only once the quota controller has counted usage.
-    wait_for(&quotas, QUOTA, TIMEOUT, "usage counted", |q| {
-        q.status.as_ref().and_then(|s| s.used.as_ref()).is_some()
-    })
-    .await?;
-    Ok(())
-}
-
-async fn allow_pods(client: &Client, ns: &str) -> anyhow::Result<()> {
-    let quotas: Api<ResourceQuota> = Api::namespaced(client.clone(), ns);
-    quotas.delete(QUOTA, &DeleteParams::default()).await?;
-    wait_gone(&quotas, QUOTA, TIMEOUT).await
 }
 
 /// Waits until Workspace `name` is Pending because its pod create was refused with a

@@ -1,0 +1,94 @@
+//! The webhook down: deleting a Workspace (whose finalizer removal is an UPDATE) still
+//! completes, while creating one is refused (the CREATE gate fails closed). Disruptive:
+//! it takes the webhook away for everyone, so test-all runs it alone with `--ignored`.
+
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Endpoints;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use lifeguard_api::{Workspace, WorkspacePhase};
+use lifeguard_e2e::{
+    BUSYBOX_IMAGE, Component, LIFEGUARD_NAMESPACE, poll_until, wait_for, wait_gone,
+    wait_ready_pods, with_namespace,
+};
+use serde_json::json;
+
+const TIMEOUT: Duration = Duration::from_secs(90);
+
+fn workspace(name: &str) -> anyhow::Result<Workspace> {
+    Ok(serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"podTemplate": {"spec": {
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{"name": "ide", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
+                            "command": ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]}]
+        }}}
+    }))?)
+}
+
+async fn scale_webhook(client: &kube::Client, replicas: i32) -> anyhow::Result<()> {
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), LIFEGUARD_NAMESPACE);
+    let patch = json!({"spec": {"replicas": replicas}});
+    deployments
+        .patch(
+            "lifeguard-webhook",
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await?;
+    Ok(())
+}
+
+#[tokio::test]
+#[ignore = "disruptive: takes the webhook away; test-all runs it alone with --ignored"]
+async fn deleting_a_workspace_needs_no_webhook_but_creating_one_does() {
+    with_namespace("webhook-down", |client, ns| async move {
+        let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
+        workspaces
+            .create(&PostParams::default(), &workspace("quinn")?)
+            .await?;
+        wait_for(&workspaces, "quinn", TIMEOUT, "Running", |w| {
+            w.status.as_ref().and_then(|s| s.phase) == Some(WorkspacePhase::Running)
+        })
+        .await?;
+
+        scale_webhook(&client, 0).await?;
+        let outcome = async {
+            let endpoints: Api<Endpoints> = Api::namespaced(client.clone(), LIFEGUARD_NAMESPACE);
+            poll_until("the webhook Service without endpoints", TIMEOUT, || async {
+                let e = endpoints.get("lifeguard-webhook").await?;
+                let none = e
+                    .subsets
+                    .unwrap_or_default()
+                    .iter()
+                    .all(|s| s.addresses.as_ref().is_none_or(Vec::is_empty));
+                Ok(none.then_some(()))
+            })
+            .await?;
+            // Deleting: the controller stops the pod, releases its finalizer and then the
+            // Workspace's, all UPDATEs, with no webhook to answer.
+            workspaces.delete("quinn", &DeleteParams::default()).await?;
+            wait_gone(&workspaces, "quinn", TIMEOUT).await?;
+            // Creating is the gate, and it fails closed.
+            let refused = workspaces
+                .create(&PostParams::default(), &workspace("rita")?)
+                .await;
+            match refused {
+                Err(kube::Error::Api(s)) => anyhow::ensure!(
+                    s.message.contains("lifeguard"),
+                    "refused, naming the webhook: {}",
+                    s.message
+                ),
+                Ok(_) => anyhow::bail!("a Workspace was created while no webhook could check it"),
+                Err(e) => return Err(e.into()),
+            }
+            anyhow::Ok(())
+        }
+        .await;
+        scale_webhook(&client, 2).await?;
+        wait_ready_pods(&client, Component::Webhook, 2, TIMEOUT).await?;
+        outcome
+    })
+    .await;
+}

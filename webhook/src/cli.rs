@@ -114,8 +114,11 @@ pub struct Config {
     /// Time a client has to send a request's headers (HTTP/1) and, separately, its body.
     #[arg(long, env = "LIFEGUARD_WEBHOOK_READ_TIMEOUT", default_value = "10s", value_parser = parse_interval)]
     pub read_timeout: Duration,
-    /// A connection that moves no bytes for this long is closed gracefully.
-    #[arg(long, env = "LIFEGUARD_WEBHOOK_IDLE_TIMEOUT", default_value = "60s", value_parser = parse_interval)]
+    /// A connection that moves no bytes for this long is closed gracefully. Longer than
+    /// the API server's own idle limit for webhook connections (`API_SERVER_IDLE`), so the
+    /// API server closes an idle connection first: a close from this side can cross a
+    /// request the API server is sending on it, which then fails with EOF.
+    #[arg(long, env = "LIFEGUARD_WEBHOOK_IDLE_TIMEOUT", default_value = "150s", value_parser = parse_interval)]
     pub idle_timeout: Duration,
     /// After SIGTERM, keep serving this long before closing connections: a deleted pod
     /// leaves the Service's endpoints within a moment, but until kube-proxy (or the API
@@ -125,9 +128,23 @@ pub struct Config {
     pub shutdown_delay: Duration,
 }
 
+/// How long the API server keeps an idle connection to a webhook: client-go's transports
+/// take `IdleConnTimeout` from Go's default transport (90 s), for HTTP/1.1 and HTTP/2.
+pub const API_SERVER_IDLE: Duration = Duration::from_secs(90);
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_api_server_closes_idle_connections_before_the_webhook_does() {
+        let config = Config::try_parse_from(["lifeguard-webhook"]).expect("defaults parse");
+        assert!(
+            config.idle_timeout >= API_SERVER_IDLE + Duration::from_secs(30),
+            "{:?}",
+            config.idle_timeout
+        );
+    }
 
     #[test]
     fn flags_have_sane_defaults() {

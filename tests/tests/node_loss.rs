@@ -5,7 +5,6 @@
 //!
 //! Needs the local overlay's `--node-lost-after=20s` and `--disposal-timeout=30s`.
 
-use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context as _, ensure};
@@ -16,48 +15,16 @@ use lifeguard_api::names::POD_FINALIZER;
 use lifeguard_api::workspace::condition;
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    BUSYBOX_IMAGE, poll_until, wait_for, wait_gone, with_namespace, workspace_event_reasons,
+    BUSYBOX_IMAGE, SECOND_NODE, StoppedNode, poll_until, wait_for, wait_gone, with_namespace,
+    workspace_event_reasons,
 };
 use serde_json::json;
 
-const LOST_NODE: &str = "lifeguard-node-2";
+const LOST_NODE: &str = SECOND_NODE;
 /// Kubernetes marks a silent node after 40 s; lifeguard says NodeLost 20 s later.
 const LOST_WITHIN: Duration = Duration::from_secs(150);
 const DISPOSAL_TIMEOUT: Duration = Duration::from_secs(30);
 const TIMEOUT: Duration = Duration::from_secs(120);
-
-fn cluster(args: &[&str]) -> anyhow::Result<()> {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../cluster/lifeguard-cluster");
-    let out = Command::new(script)
-        .args(args)
-        .output()
-        .with_context(|| format!("running lifeguard-cluster {args:?}"))?;
-    ensure!(
-        out.status.success(),
-        "lifeguard-cluster {args:?}: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(())
-}
-
-/// The node is down until dropped; dropping starts it again, also when the test fails.
-struct StoppedNode;
-
-impl StoppedNode {
-    fn stop() -> anyhow::Result<Self> {
-        cluster(&["node", "stop", LOST_NODE])?;
-        Ok(Self)
-    }
-}
-
-impl Drop for StoppedNode {
-    fn drop(&mut self) {
-        if let Err(e) = cluster(&["node", "start", LOST_NODE]) {
-            eprintln!("warning: could not start {LOST_NODE} again: {e:#}");
-        }
-    }
-}
 
 fn on_lost_node(name: &str) -> anyhow::Result<Workspace> {
     Ok(serde_json::from_value(json!({
@@ -111,7 +78,7 @@ async fn a_lost_node_is_reported_never_keeps_a_pod_and_its_workspaces_recover_or
             wait_for(&workspaces, name, TIMEOUT, "Running", running).await?;
         }
 
-        let stopped = StoppedNode::stop()?;
+        let stopped = StoppedNode::stop(LOST_NODE)?;
         let started = std::time::Instant::now();
         for name in ["stays", "leaves"] {
             wait_for(&workspaces, name, LOST_WITHIN, "NodeLost=True", |ws| {

@@ -134,3 +134,78 @@ async fn the_webhook_replicas_run_on_different_nodes() {
     .expect("spread");
     println!("webhook replicas on {spread:?}");
 }
+
+/// Nodes that exist only as API objects (no kubelet), carrying lifeguard's taint: to the
+/// probers they are the rest of a fleet that is already mostly tainted.
+async fn tainted_ghost_nodes(nodes: &Api<Node>, names: &[String]) -> anyhow::Result<()> {
+    for name in names {
+        let ghost: Node = serde_json::from_value(json!({
+            // Taint and label, as a prober marks its node (the guard counts the label).
+            "metadata": {"name": name, "labels": {"lifeguard.dev/e2e-ghost": "true",
+                                                  support::TAINT: "probes-failing"}},
+            "spec": {"taints": [{"key": support::TAINT, "value": "probes-failing",
+                                 "effect": "NoSchedule"}]}
+        }))?;
+        nodes.create(&PostParams::default(), &ghost).await?;
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_prober_holds_its_taint_back_while_most_of_the_fleet_is_tainted() {
+    // Exclusive: the probed node becomes unhealthy (and tainted at the end).
+    let _lock = cluster_lock(true).expect("cluster lock");
+    with_namespace("nodes-fleet", |client, _ns| async move {
+        local_nodes(&client).await?;
+        healthy_start(&client).await?;
+        let nodes: Api<Node> = Api::all(client.clone());
+        let all = nodes.list(&ListParams::default()).await?.items.len();
+        // Past --max-tainted-share (0.5): more than half of all nodes tainted, not counting
+        // the probed one.
+        let ghosts: Vec<String> = (1..=all + 1)
+            .map(|i| format!("{}-{i}", lifeguard_e2e::unique_name("e2e-ghost")))
+            .collect();
+        let outcome = async {
+            tainted_ghost_nodes(&nodes, &ghosts).await?;
+            let broken = ReadOnlyStorage::new()?;
+            let held = poll_until("unhealthy, taint held back", TIMEOUT, || async {
+                let s = support::status()?;
+                let node = support::node(&client).await?;
+                let unhealthy =
+                    support::condition(&node).is_some_and(|(status, _, _)| status == "False");
+                let held = support::metric("lifeguard_prober_taint_held_back")? == 1.0;
+                Ok((unhealthy && held).then_some((s, node)))
+            })
+            .await?;
+            let (status, node) = held;
+            anyhow::ensure!(
+                !tainted(&node),
+                "{PROBED_NODE} was tainted though the fleet is"
+            );
+            anyhow::ensure!(
+                status.to_string().contains("taint held back"),
+                "/status says why: {status}"
+            );
+            // The fleet recovers: the next look taints the one node still broken.
+            for ghost in &ghosts {
+                nodes.delete(ghost, &Default::default()).await?;
+            }
+            support::wait_node(
+                &client,
+                "tainted once the fleet is healthy",
+                TIMEOUT,
+                tainted,
+            )
+            .await?;
+            drop(broken);
+            support::wait_node(&client, "untainted", TIMEOUT, |n| !tainted(n)).await?;
+            Ok(())
+        }
+        .await;
+        for ghost in &ghosts {
+            let _ = nodes.delete(ghost, &Default::default()).await;
+        }
+        outcome
+    })
+    .await;
+}

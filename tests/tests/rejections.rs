@@ -1,5 +1,5 @@
 //! Kubelet rejections with the real kubelet, one per kind it produces on these machines:
-//! NodePorts (a host port already taken) and OutOf<extended resource> are transient and
+//! NodePorts (a host port already taken), OutOfpods and OutOf<extended resource> are transient and
 //! re-created once the node can take the pod; SysctlForbidden is permanent and fails the
 //! Workspace at once; and a replacement prefers another node than the one that refused.
 
@@ -341,6 +341,76 @@ async fn a_replacement_prefers_another_node_than_the_one_that_refused() {
         for node in [&refusing, &other] {
             let _ = set_label(&nodes, node, &label, false).await;
         }
+        outcome
+    })
+    .await;
+}
+
+/// Sets the pod capacity `node` shows (`status.allocatable.pods`); the kubelet writes its
+/// own value back on its next status update.
+async fn set_allocatable_pods(nodes: &Api<Node>, node: &str, pods: &str) -> anyhow::Result<()> {
+    let patch = json!({"status": {"allocatable": {"pods": pods}}});
+    nodes
+        .patch_status(node, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(())
+}
+
+#[tokio::test]
+#[ignore = "disruptive: a node takes no new pod for a moment; test-all runs it alone with --ignored"]
+async fn a_full_node_is_transient_and_the_workspace_starts_once_it_has_room() {
+    with_namespace("outofpods", |client, ns| async move {
+        let nodes: Api<Node> = Api::all(client.clone());
+        let node = SECOND_NODE;
+        let room = nodes
+            .get(node)
+            .await?
+            .status
+            .and_then(|s| s.allocatable)
+            .and_then(|a| a.get("pods").map(|q| q.0.clone()))
+            .ok_or_else(|| anyhow::anyhow!("{node} shows no pod capacity"))?;
+        // The node looks full (room for one pod, and it runs several) until the rejection
+        // is seen: the kubelet admits against the Node it reads, and restores its own
+        // capacity within a status update, so the test keeps saying it is full meanwhile.
+        set_allocatable_pods(&nodes, node, "1").await?;
+        let full = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let filler = {
+            let (nodes, full) = (nodes.clone(), full.clone());
+            tokio::spawn(async move {
+                while full.load(std::sync::atomic::Ordering::Acquire) {
+                    let _ = set_allocatable_pods(&nodes, node, "1").await;
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                }
+            })
+        };
+        let outcome = async {
+            let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
+            let ws = workspace("ulla", json!({"nodeName": node}), json!({}))?;
+            workspaces.create(&PostParams::default(), &ws).await?;
+            let refused = rejected(&workspaces, "ulla", "OutOfpods").await?;
+            anyhow::ensure!(
+                rejection_class(&refused) == Some(RejectionClass::Transient),
+                "OutOfpods is transient: {:?}",
+                rejection_class(&refused)
+            );
+            full.store(false, std::sync::atomic::Ordering::Release);
+            set_allocatable_pods(&nodes, node, &room).await?;
+            let running = wait_for(
+                &workspaces,
+                "ulla",
+                TIMEOUT,
+                "Running once there is room",
+                |w| phase(w) == Some(WorkspacePhase::Running),
+            )
+            .await?;
+            let recreated = running.status.unwrap_or_default().pod_recreated;
+            anyhow::ensure!(recreated >= 1, "re-created: {recreated}");
+            Ok(())
+        }
+        .await;
+        full.store(false, std::sync::atomic::Ordering::Release);
+        let _ = filler.await;
+        set_allocatable_pods(&nodes, node, &room).await?;
         outcome
     })
     .await;

@@ -1,7 +1,8 @@
 //! Kubelet rejections with the real kubelet, one per kind it produces on these machines:
-//! NodePorts (a host port already taken), OutOfpods and OutOf<extended resource> are transient and
-//! re-created once the node can take the pod; SysctlForbidden is permanent and fails the
-//! Workspace at once; and a replacement prefers another node than the one that refused.
+//! NodePorts (a host port already taken), OutOfpods and OutOf<extended resource> are
+//! transient and re-created once the node can take the pod; SysctlForbidden is permanent
+//! and fails the Workspace at once; and a replacement prefers another node than the one
+//! that refused.
 
 use std::time::Duration;
 

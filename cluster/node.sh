@@ -223,7 +223,7 @@ remove_node_mounts() {
   stop_process "mounts-$name"
   storage=$(node_storage "$name")
   fsfreeze -u "$storage" 2>/dev/null || true
-  findmnt -rn -o TARGET | grep -E "^$storage(/|$)" | sort -r | while read -r m; do
+  findmnt -rn -o TARGET | { grep -E "^$storage(/|$)" || true; } | sort -r | while read -r m; do
     umount -l "$m" 2>/dev/null || true
   done
   ip link show "$(node_bridge "$name")" >/dev/null 2>&1 && ip link delete "$(node_bridge "$name")"

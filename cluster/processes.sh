@@ -138,7 +138,7 @@ stop_all() {
   for c in kube-scheduler kube-controller-manager kube-apiserver etcd; do stop_process "$c"; done
   step "unmount and remove pod networking"
   for n in $(node_names); do remove_node_mounts "$n"; done
-  findmnt -rn -o TARGET | grep -E "^($LG_STATE|$LG_RUN)/" | sort -r | while read -r m; do
+  findmnt -rn -o TARGET | { grep -E "^($LG_STATE|$LG_RUN)/" || true; } | sort -r | while read -r m; do
     umount -l "$m" 2>/dev/null || true
   done
   for ns in $(ip netns list 2>/dev/null | awk '/^cni-/ {print $1}'); do ip netns delete "$ns" 2>/dev/null || true; done

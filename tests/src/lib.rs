@@ -11,6 +11,7 @@ mod namespace;
 mod quota;
 mod rejector;
 mod wait;
+mod windows;
 
 pub use admissions::Admissions;
 pub use cluster::{
@@ -26,4 +27,5 @@ pub use local_nodes::{SECOND_NODE, StoppedNode, lifeguard_cluster};
 pub use namespace::{NAMESPACE_LABEL, unique_name, with_namespace};
 pub use quota::{allow_pods, forbid_pods};
 pub use rejector::{Rejector, sleeping_workspace};
-pub use wait::{DEFAULT_TIMEOUT, poll_until, wait_for, wait_gone};
+pub use wait::{DEFAULT_TIMEOUT, poll_until, wait_for, wait_gone, wait_phase};
+pub use windows::{close_window, open_window, rfc3339};

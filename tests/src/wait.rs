@@ -83,3 +83,16 @@ where
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
+
+/// Waits until Workspace `name` is in `phase`.
+pub async fn wait_phase(
+    api: &Api<lifeguard_api::Workspace>,
+    name: &str,
+    phase: lifeguard_api::WorkspacePhase,
+    timeout: Duration,
+) -> anyhow::Result<lifeguard_api::Workspace> {
+    wait_for(api, name, timeout, &format!("{phase:?}"), |w| {
+        w.status.as_ref().and_then(|s| s.phase) == Some(phase)
+    })
+    .await
+}

@@ -5,20 +5,20 @@
 
 use std::time::Duration;
 
-use jiff::{SignedDuration, Timestamp};
+use jiff::SignedDuration;
 use k8s_openapi::api::core::v1::Pod;
-use kube::Client;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use lifeguard_api::maintenance::MaintenanceWindow;
 use lifeguard_api::workspace::condition::{POD_CREATE_FAILED, READY};
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    BUSYBOX_IMAGE, NAMESPACE_LABEL, allow_pods, forbid_pods, unique_name, wait_for,
-    wait_window_enforced_for, with_namespace, workspace_event_reasons,
+    BUSYBOX_IMAGE, allow_pods, close_window, forbid_pods, open_window, wait_for, wait_phase,
+    with_namespace, workspace_event_reasons,
 };
 use serde_json::{Value, json};
 
 const TIMEOUT: Duration = Duration::from_secs(90);
+const TEN_MINUTES: SignedDuration = SignedDuration::from_secs(600);
 
 fn workspace(name: &str, labels: Value) -> anyhow::Result<Workspace> {
     Ok(serde_json::from_value(json!({
@@ -55,42 +55,6 @@ async fn refused(api: &Api<Workspace>, name: &str, says: &str) -> anyhow::Result
                 .is_some_and(|(status, _, message)| status == "True" && message.contains(says))
     })
     .await
-}
-
-fn rfc3339(t: Timestamp) -> String {
-    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
-}
-
-/// A window open now for ten minutes over namespace `ns`, with `extra` in its spec; waits
-/// until every webhook replica enforces it for a Workspace labelled `labels`.
-async fn open_window(
-    client: &Client,
-    ns: &str,
-    extra: Value,
-    labels: Value,
-) -> anyhow::Result<String> {
-    let windows: Api<MaintenanceWindow> = Api::all(client.clone());
-    let name = unique_name("e2e-hardening");
-    let now = Timestamp::now();
-    let mut spec = json!({
-        "start": rfc3339(now - SignedDuration::from_secs(60)),
-        "end": rfc3339(now + SignedDuration::from_secs(600)),
-        "message": "cluster upgrade",
-        "namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: ns}},
-    });
-    if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
-        spec.extend(extra.clone());
-    }
-    let window: MaintenanceWindow =
-        serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec}))?;
-    windows.create(&PostParams::default(), &window).await?;
-    wait_window_enforced_for(client, ns, &name, labels).await?;
-    Ok(name)
-}
-
-async fn close_window(client: &Client, name: &str) {
-    let windows: Api<MaintenanceWindow> = Api::all(client.clone());
-    let _ = windows.delete(name, &DeleteParams::default()).await;
 }
 
 #[tokio::test]
@@ -153,7 +117,14 @@ async fn a_template_cannot_forge_a_recreation_to_start_during_a_window() {
             .create(&PostParams::default(), &workspace("mallory", json!({}))?)
             .await?;
         refused(&workspaces, "mallory", "exceeded quota").await?;
-        let window = open_window(&client, &ns, json!({"allowRecreation": true}), json!({})).await?;
+        let window = open_window(
+            &client,
+            &ns,
+            TEN_MINUTES,
+            json!({"allowRecreation": true}),
+            json!({}),
+        )
+        .await?;
         let outcome = async {
             // The reproduction: mark the template as a re-creation while no pod exists.
             let forged = json!({"spec": {"podTemplate": {"metadata": {"annotations": {
@@ -185,14 +156,7 @@ async fn a_template_cannot_forge_a_recreation_to_start_during_a_window() {
         .await;
         close_window(&client, &window).await;
         outcome?;
-        wait_for(
-            &workspaces,
-            "mallory",
-            TIMEOUT,
-            "Running after the window",
-            |w| phase(w) == Some(WorkspacePhase::Running),
-        )
-        .await?;
+        wait_phase(&workspaces, "mallory", WorkspacePhase::Running, TIMEOUT).await?;
         Ok(())
     })
     .await;
@@ -207,7 +171,8 @@ async fn a_drained_workspace_that_never_had_a_pod_counts_as_stopped_and_stays_st
             .create(&PostParams::default(), &workspace("nina", json!({}))?)
             .await?;
         refused(&workspaces, "nina", "exceeded quota").await?;
-        let window = open_window(&client, &ns, json!({"drain": true}), json!({})).await?;
+        let window =
+            open_window(&client, &ns, TEN_MINUTES, json!({"drain": true}), json!({})).await?;
         let windows: Api<MaintenanceWindow> = Api::all(client.clone());
         let drained = wait_for(&windows, &window, TIMEOUT, "Drained", |w| {
             w.status.as_ref().is_some_and(|s| {
@@ -261,7 +226,8 @@ async fn a_workspace_selector_covers_a_workspace_and_its_pod_alike() {
             refused(&workspaces, name, "exceeded quota").await?;
         }
         let selector = json!({"workspaceSelector": {"matchLabels": {"tier": "free"}}});
-        let window = open_window(&client, &ns, selector, json!({"tier": "free"})).await?;
+        let window =
+            open_window(&client, &ns, TEN_MINUTES, selector, json!({"tier": "free"})).await?;
         let outcome = async {
             // The Workspace path: a new labelled Workspace is denied, another is not.
             let created = workspaces
@@ -292,14 +258,7 @@ async fn a_workspace_selector_covers_a_workspace_and_its_pod_alike() {
         .await;
         close_window(&client, &window).await;
         outcome?;
-        wait_for(
-            &workspaces,
-            "free",
-            TIMEOUT,
-            "Running after the window",
-            |w| phase(w) == Some(WorkspacePhase::Running),
-        )
-        .await?;
+        wait_phase(&workspaces, "free", WorkspacePhase::Running, TIMEOUT).await?;
         Ok(())
     })
     .await;

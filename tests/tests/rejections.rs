@@ -14,7 +14,7 @@ use lifeguard_api::workspace::condition::FAILED;
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
     BUSYBOX_IMAGE, SECOND_NODE, StoppedNode, allow_pods, forbid_pods, node_name, poll_until,
-    unique_name, wait_for, with_namespace,
+    unique_name, wait_for, wait_phase, with_namespace,
 };
 use serde_json::{Value, json};
 
@@ -146,14 +146,8 @@ async fn a_short_extended_resource_is_transient_and_the_workspace_starts_once_it
                 rejection_class(&refused)
             );
             advertise(&client, &node, &resource, Some(1)).await?;
-            let running = wait_for(
-                &workspaces,
-                "quentin",
-                TIMEOUT,
-                "Running once it is advertised",
-                |w| phase(w) == Some(WorkspacePhase::Running),
-            )
-            .await?;
+            let running =
+                wait_phase(&workspaces, "quentin", WorkspacePhase::Running, TIMEOUT).await?;
             let recreated = running.status.unwrap_or_default().pod_recreated;
             anyhow::ensure!(recreated >= 1, "re-created: {recreated}");
             Ok(())
@@ -396,14 +390,7 @@ async fn a_full_node_is_transient_and_the_workspace_starts_once_it_has_room() {
             );
             full.store(false, std::sync::atomic::Ordering::Release);
             set_allocatable_pods(&nodes, node, &room).await?;
-            let running = wait_for(
-                &workspaces,
-                "ulla",
-                TIMEOUT,
-                "Running once there is room",
-                |w| phase(w) == Some(WorkspacePhase::Running),
-            )
-            .await?;
+            let running = wait_phase(&workspaces, "ulla", WorkspacePhase::Running, TIMEOUT).await?;
             let recreated = running.status.unwrap_or_default().pod_recreated;
             anyhow::ensure!(recreated >= 1, "re-created: {recreated}");
             Ok(())

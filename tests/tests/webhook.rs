@@ -4,51 +4,13 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
-use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use lifeguard_api::maintenance::MaintenanceWindow;
 use lifeguard_api::workspace::Workspace;
 use lifeguard_e2e::{
-    BUSYBOX_IMAGE, NAMESPACE_LABEL, apply_crds, poll_until, unique_name, wait_window_enforced,
-    with_namespace,
+    BUSYBOX_IMAGE, apply_crds, close_window, open_window, poll_until, unique_name, with_namespace,
 };
 use serde_json::{Value, json};
-
-fn rfc3339(t: Timestamp) -> String {
-    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
-}
-
-/// A one-off window covering only namespace `ns`, from now until `ends_in`.
-async fn open_window(
-    client: &Client,
-    ns: &str,
-    ends_in: SignedDuration,
-    extra: Value,
-) -> anyhow::Result<String> {
-    let windows: Api<MaintenanceWindow> = Api::all(client.clone());
-    let name = unique_name("e2e-window");
-    let now = Timestamp::now();
-    let mut spec = json!({
-        "start": rfc3339(now - SignedDuration::from_secs(60)),
-        "end": rfc3339(now + ends_in),
-        "message": "cluster upgrade in progress",
-        "namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: ns}},
-    });
-    if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
-        spec.extend(extra.clone());
-    }
-    let window: MaintenanceWindow =
-        serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec}))?;
-    windows.create(&PostParams::default(), &window).await?;
-    // Each replica decides from its own watch cache: wait until all of them have it.
-    wait_window_enforced(client, ns, &name).await?;
-    Ok(name)
-}
-
-async fn close_window(client: &Client, name: &str) {
-    let windows: Api<MaintenanceWindow> = Api::all(client.clone());
-    let _ = windows.delete(name, &DeleteParams::default()).await;
-}
 
 fn workspace(name: &str) -> anyhow::Result<Workspace> {
     Ok(serde_json::from_value(json!({
@@ -89,7 +51,14 @@ async fn active_window_denies_workspace_starts_until_it_ends() {
     with_namespace("window", |client, ns| async move {
         apply_crds(&client).await?;
         let opened = Timestamp::now();
-        let window = open_window(&client, &ns, SignedDuration::from_secs(12), json!({})).await?;
+        let window = open_window(
+            &client,
+            &ns,
+            SignedDuration::from_secs(12),
+            json!({}),
+            json!({}),
+        )
+        .await?;
         let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
         let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
 

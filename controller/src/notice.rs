@@ -119,6 +119,25 @@ pub fn step(
     })
 }
 
+/// `status` as it is written for `ws`: a status that stops or fails the workspace also
+/// takes its notice back in the same write, so no reader ever sees a Stopped or Failed
+/// workspace that is still told of a drain.
+pub fn settled(ws: &Workspace, status: WorkspaceStatus, now: Timestamp) -> WorkspaceStatus {
+    let ended = matches!(
+        status.phase,
+        Some(WorkspacePhase::Stopped | WorkspacePhase::Failed)
+    );
+    if !ended || status.maintenance_notice.is_none() {
+        return status;
+    }
+    let mut after = ws.clone();
+    after.status = Some(status);
+    match step(&after, None, now) {
+        Some(change) => *change.status,
+        None => after.status.unwrap_or_default(),
+    }
+}
+
 /// The merge patch that makes the workspace's own pod carry `desired` in its annotation;
 /// `None` when it already does, or the pod is not the workspace's or is going away.
 pub fn pod_patch(ws: &Workspace, pod: &Pod, desired: Option<&MaintenanceNotice>) -> Option<Value> {

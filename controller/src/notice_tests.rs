@@ -209,3 +209,49 @@ fn the_pod_annotation_follows_the_notice() {
     assert_eq!(parsed["start"], "2026-12-01T22:00:00Z");
     assert_eq!(parsed["message"], "node upgrade");
 }
+
+#[test]
+fn a_status_that_ends_the_workspace_takes_its_notice_back_in_the_same_write() {
+    let upgrade = notice("upgrade", "2026-12-01T22:00:00Z");
+    let before = ws("Running", Some(&upgrade), false);
+    let during = at("2026-12-01T22:10:00Z");
+    let after_end = at("2026-12-01T23:10:00Z");
+    // (what, phase written, now, want: notice kept?, condition)
+    let cases = [
+        ("still running", "Running", during, true, None),
+        (
+            "stopped by the drain",
+            "Stopped",
+            during,
+            false,
+            Some(("False", REASON_STOPPED)),
+        ),
+        (
+            "failed",
+            "Failed",
+            during,
+            false,
+            Some(("False", REASON_STOPPED)),
+        ),
+        (
+            "stopped after the window ended",
+            "Stopped",
+            after_end,
+            false,
+            Some(("False", REASON_OVER)),
+        ),
+    ];
+    for (what, phase, now, kept, want) in cases {
+        let mut written = before.status.clone().unwrap_or_default();
+        written.phase = serde_json::from_value(json!(phase)).expect("phase literal");
+        let got = settled(&before, written, now);
+        assert_eq!(got.maintenance_notice.is_some(), kept, "{what}");
+        let want = want.map(|(s, r)| (s.to_string(), r.to_string()));
+        assert_eq!(condition(&got), want, "{what}");
+        assert_eq!(
+            got.phase,
+            serde_json::from_value(json!(phase)).expect("phase literal"),
+            "{what}: the phase is written as planned"
+        );
+    }
+}

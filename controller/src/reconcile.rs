@@ -124,7 +124,8 @@ async fn write_status(
     ws: &Workspace,
     status: &WorkspaceStatus,
 ) -> Result<(), Error> {
-    let mut body = serde_json::to_value(status).map_err(kube::Error::SerdeError)?;
+    let status = notice::settled(ws, status.clone(), Timestamp::now());
+    let mut body = serde_json::to_value(&status).map_err(kube::Error::SerdeError)?;
     if let Some(fields) = body.as_object_mut() {
         for key in CLEARABLE {
             fields.entry(*key).or_insert(serde_json::Value::Null);

@@ -176,8 +176,9 @@ impl Shared {
 
     pub fn set_taint(&self, status: TaintStatus) {
         let held = matches!(status.state, TaintState::HeldBack { .. });
-        self.metrics.taint_held_back.set(i64::from(held));
+        // /status first, the gauge second: whoever sees the gauge finds /status saying why.
         *self.taint.lock().unwrap_or_else(PoisonError::into_inner) = status;
+        self.metrics.taint_held_back.set(i64::from(held));
     }
 
     pub fn taint_state(&self) -> TaintState {

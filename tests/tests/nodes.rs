@@ -169,11 +169,12 @@ async fn a_prober_holds_its_taint_back_while_most_of_the_fleet_is_tainted() {
             tainted_ghost_nodes(&nodes, &ghosts).await?;
             let broken = ReadOnlyStorage::new()?;
             let held = poll_until("unhealthy, taint held back", TIMEOUT, || async {
-                let s = support::status()?;
                 let node = support::node(&client).await?;
                 let unhealthy =
                     support::condition(&node).is_some_and(|(status, _, _)| status == "False");
                 let held = support::metric("lifeguard_prober_taint_held_back")? == 1.0;
+                // Read after the metric: /status read first may still show the look before.
+                let s = support::status()?;
                 Ok((unhealthy && held).then_some((s, node)))
             })
             .await?;

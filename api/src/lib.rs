@@ -1,14 +1,13 @@
-//! lifeguard's shared API: custom resources, names, and the maintenance-window schedule.
+//! lifeguard's API: the custom resources, the names every crate shares, and the pure
+//! rules (schedule, validation, rejection catalogue, drain, notices). No I/O: what runs
+//! against a cluster lives in `lifeguard-runtime` and the deployables.
 
 pub mod crd;
 pub mod disposal;
 pub mod drain;
-pub mod events;
 pub mod maintenance;
 pub mod names;
 pub mod notice;
-#[cfg(feature = "process")]
-pub mod process;
 pub mod rejection;
 pub mod schedule;
 mod schema;

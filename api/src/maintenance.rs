@@ -95,3 +95,15 @@ pub struct OccurrenceStatus {
     pub start: Time,
     pub end: Time,
 }
+
+/// Condition types and reasons the controller maintains on a MaintenanceWindow.
+pub mod condition {
+    /// Whether the spec compiles (a window stored before the webhook could refuse it).
+    pub const VALID: &str = "Valid";
+    pub const REASON_VALID: &str = "Valid";
+    pub const REASON_INVALID_SPEC: &str = "InvalidSpec";
+    /// While a `drain: true` window is active: True once every covered workspace stopped.
+    pub const DRAINED: &str = "Drained";
+    pub const REASON_DRAINED: &str = "Drained";
+    pub const REASON_DRAINING: &str = "Draining";
+}

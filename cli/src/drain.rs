@@ -7,6 +7,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use kube::ResourceExt;
 use lifeguard_api::drain::still_remaining;
+use lifeguard_api::maintenance::condition::DRAINED;
 use lifeguard_api::window::CompiledWindow;
 use lifeguard_api::{MaintenanceWindow, Workspace, WorkspacePhase};
 
@@ -61,7 +62,7 @@ pub fn drain_state(window: &MaintenanceWindow, now: Timestamp) -> DrainState {
     let condition = status
         .conditions
         .iter()
-        .any(|c| c.type_ == "Drained" && c.status == "True");
+        .any(|c| c.type_ == DRAINED && c.status == "True");
     match status.workspaces_remaining {
         Some(0) if condition => DrainState::Drained,
         Some(remaining) => DrainState::Draining { remaining },

@@ -4,11 +4,11 @@ use std::net::SocketAddr;
 
 use clap::Parser;
 use jiff::SignedDuration;
-pub use lifeguard_api::process::LogFormat;
-use lifeguard_api::process::parse_duration;
 use lifeguard_api::rejection::{Classifier, ClassifierError};
+pub use lifeguard_runtime::process::LogFormat;
+use lifeguard_runtime::process::parse_duration;
 
-use crate::plan::Settings;
+use crate::workspace::plan::Settings;
 
 #[derive(Debug, Clone, Parser)]
 #[command(

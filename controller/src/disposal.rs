@@ -18,8 +18,8 @@ use lifeguard_api::Workspace;
 use lifeguard_api::disposal::{self, DisposalResult};
 use lifeguard_api::workspace::condition::DISPOSAL_CONFIRMED;
 
-use crate::plan::{Action, Settings};
 use crate::status::set_condition;
+use crate::workspace::plan::{Action, Settings};
 
 pub const REASON_SAVED: &str = "Saved";
 pub const REASON_AGENT_FAILED: &str = "AgentFailed";

@@ -8,7 +8,7 @@ use lifeguard_api::workspace::condition::DISPOSAL_CONFIRMED;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::plan::{Action, Settings};
+use crate::workspace::plan::{Action, Settings};
 
 fn at(text: &str) -> Timestamp {
     text.parse().expect("timestamp literal")

@@ -4,13 +4,6 @@ use lifeguard_controller::config::Config;
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let config = Config::parse();
-    lifeguard_controller::init_tracing(config.log_format);
-    match lifeguard_controller::run(config).await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(error) => {
-            tracing::error!("{error:#}");
-            eprintln!("error: {error:#}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    lifeguard_runtime::init_tracing(config.log_format);
+    lifeguard_runtime::exit_code(lifeguard_controller::run(config).await)
 }

@@ -15,6 +15,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use lifeguard_api::Workspace;
 use lifeguard_api::names::WORKSPACE_LABEL;
+use lifeguard_runtime::pages::Pages;
 
 pub type NodeStore = Store<Node>;
 pub type WorkspaceRef = ObjectRef<PartialObjectMeta<Workspace>>;
@@ -104,14 +105,15 @@ pub fn watch(client: Client) -> (NodeStore, mpsc::UnboundedReceiver<WorkspaceRef
 /// The Workspaces owning the workspace pods bound to `node`.
 async fn workspaces_on(client: &Client, node: &str) -> Result<Vec<WorkspaceRef>, kube::Error> {
     let pods: Api<PartialObjectMeta<Pod>> = Api::all(client.clone());
-    let mut params = ListParams::default()
-        .labels(WORKSPACE_LABEL)
-        .fields(&format!("spec.nodeName={node}"))
-        .limit(500);
+    let mut pages = Pages::new(
+        ListParams::default()
+            .labels(WORKSPACE_LABEL)
+            .fields(&format!("spec.nodeName={node}"))
+            .limit(500),
+    );
     let mut refs = Vec::new();
-    loop {
-        let page = pods.list_metadata(&params).await?;
-        for pod in &page.items {
+    while let Some(page) = pages.next_metadata(&pods).await? {
+        for pod in &page {
             let Some(namespace) = pod.namespace() else {
                 continue;
             };
@@ -121,9 +123,6 @@ async fn workspaces_on(client: &Client, node: &str) -> Result<Vec<WorkspaceRef>,
                 }
             }
         }
-        match page.metadata.continue_ {
-            Some(token) if !token.is_empty() => params = params.continue_token(&token),
-            _ => return Ok(refs),
-        }
     }
+    Ok(refs)
 }

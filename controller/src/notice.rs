@@ -18,8 +18,8 @@ use lifeguard_api::workspace::condition::MAINTENANCE_SCHEDULED;
 use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceStatus};
 use serde_json::{Value, json};
 
-use crate::plan::controlled_by;
 use crate::status::set_condition;
+use crate::workspace::plan::controlled_by;
 
 pub const REASON_SCHEDULED: &str = "MaintenanceScheduled";
 pub const REASON_OVER: &str = "MaintenanceOver";

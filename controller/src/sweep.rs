@@ -16,10 +16,11 @@ use kube::{Client, Resource};
 use lifeguard_api::Workspace;
 use lifeguard_api::disposal;
 use lifeguard_api::names::{POD_FINALIZER, WORKSPACE_LABEL};
+use lifeguard_runtime::pages::Pages;
 
 use crate::finalizers::{self, Removal};
 use crate::metrics::Metrics;
-use crate::plan::Settings;
+use crate::workspace::plan::Settings;
 
 /// The Workspace that controls the pod, if one does.
 pub fn controlling_workspace(pod: &ObjectMeta) -> Option<&OwnerReference> {
@@ -107,19 +108,14 @@ const PAGE: u32 = 100;
 async fn workspace_keys(client: &Client) -> Result<HashMap<(String, String), String>, kube::Error> {
     let api: Api<Workspace> = Api::all(client.clone());
     let mut keys = HashMap::new();
-    let mut params = ListParams::default().limit(PAGE);
-    loop {
-        let page = api.list_metadata(&params).await?;
+    let mut pages = Pages::new(ListParams::default().limit(PAGE));
+    while let Some(page) = pages.next_metadata(&api).await? {
         keys.extend(
-            page.items
-                .into_iter()
+            page.into_iter()
                 .filter_map(|w| Some(((w.metadata.namespace?, w.metadata.name?), w.metadata.uid?))),
         );
-        match page.metadata.continue_ {
-            Some(token) if !token.is_empty() => params = params.continue_token(&token),
-            _ => return Ok(keys),
-        }
     }
+    Ok(keys)
 }
 
 /// Workspace pods are read as metadata, page by page, and Workspaces once per sweep; a
@@ -133,17 +129,13 @@ pub async fn sweep_once(
     let workspaces = workspace_keys(client).await?;
     let pods: Api<Pod> = Api::all(client.clone());
     let mut released = 0;
-    let mut params = ListParams::default().labels(WORKSPACE_LABEL).limit(PAGE);
-    loop {
-        let page = pods.list_metadata(&params).await?;
-        for pod in &page.items {
+    let mut pages = Pages::new(ListParams::default().labels(WORKSPACE_LABEL).limit(PAGE));
+    while let Some(page) = pages.next_metadata(&pods).await? {
+        for pod in &page {
             released += sweep_pod(client, &workspaces, pod, settings, metrics).await?;
         }
-        match page.metadata.continue_ {
-            Some(token) if !token.is_empty() => params = params.continue_token(&token),
-            _ => return Ok(released),
-        }
     }
+    Ok(released)
 }
 
 async fn sweep_pod(

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
-pub use lifeguard_api::process::LogFormat;
-use lifeguard_api::process::parse_interval;
+pub use lifeguard_runtime::process::LogFormat;
+use lifeguard_runtime::process::parse_interval;
 
 use crate::mounts::StorageRule;
 

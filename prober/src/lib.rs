@@ -30,8 +30,6 @@ use crate::metrics::Metrics;
 use crate::node::{NodeReporter, TaintPolicy};
 use crate::state::Shared;
 
-pub use lifeguard_api::process::init_tracing;
-
 pub async fn run(config: Config) -> anyhow::Result<()> {
     config.validate().map_err(anyhow::Error::msg)?;
     let metrics = Metrics::new().context("registering metrics")?;
@@ -59,17 +57,9 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     );
     let shared = Arc::new(shared);
 
-    let listener = tokio::net::TcpListener::bind(config.listen)
-        .await
-        .with_context(|| format!("binding {}", config.listen))?;
+    lifeguard_runtime::ops::spawn(config.listen, server::router(shared.clone())).await?;
     tracing::info!(listen = %config.listen, node = %config.node_name, storage = %config.storage_path.display(),
         interval = ?config.interval, taint = config.taint, "serving");
-    let app = server::router(shared.clone());
-    tokio::spawn(async move {
-        if let Err(error) = axum::serve(listener, app).await {
-            tracing::error!(%error, "HTTP server stopped");
-        }
-    });
 
     let heartbeat = jiff::SignedDuration::try_from(config.heartbeat).context("--heartbeat")?;
     let taint = TaintPolicy {
@@ -118,6 +108,6 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     probe.ttl = config.ttl;
     tokio::spawn(checks::container_loop(shared, probe, schedule));
 
-    lifeguard_api::process::shutdown_signal().await;
+    lifeguard_runtime::process::shutdown_signal().await;
     Ok(())
 }

@@ -6,13 +6,6 @@ use lifeguard_prober::config::Config;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> std::process::ExitCode {
     let config = Config::parse();
-    lifeguard_prober::init_tracing(config.log_format);
-    match lifeguard_prober::run(config).await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(error) => {
-            tracing::error!("{error:#}");
-            eprintln!("error: {error:#}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    lifeguard_runtime::init_tracing(config.log_format);
+    lifeguard_runtime::exit_code(lifeguard_prober::run(config).await)
 }

@@ -1,8 +1,7 @@
 //! Prometheus metrics of the prober, on their own registry.
 
 use prometheus::{
-    Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts,
-    Registry, TextEncoder,
+    GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
 };
 
 use crate::verdict::{Check, Outcome, Verdict};
@@ -136,10 +135,11 @@ impl Metrics {
     }
 
     pub fn render(&self) -> String {
-        let mut buffer = Vec::new();
-        if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut buffer) {
-            return format!("# error encoding metrics: {e}\n");
-        }
-        String::from_utf8_lossy(&buffer).into_owned()
+        lifeguard_runtime::ops::render(&self.registry)
+    }
+
+    /// For the ops router's `/metrics`.
+    pub fn registry(&self) -> Registry {
+        self.registry.clone()
     }
 }

@@ -12,7 +12,8 @@ use k8s_openapi::api::core::v1::{Node, ObjectReference};
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::events::{Event as RuntimeEvent, EventType, Reporter};
 use kube::{Client, Resource};
-use lifeguard_api::events;
+use lifeguard_runtime::events;
+use lifeguard_runtime::pages::Pages;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -54,7 +55,7 @@ pub struct NodeReporter {
     /// No taint is added before this instant (spread, or the next look after a hold).
     taint_due: Option<Instant>,
     heartbeat: SignedDuration,
-    /// For the node Events (`lifeguard_api::events::publish`).
+    /// For the node Events (`lifeguard_runtime::events::publish`).
     client: Client,
     /// Who the node Events say reported them.
     reporter: Reporter,
@@ -322,16 +323,12 @@ impl NodeReporter {
     }
 
     async fn count_paged(&self) -> Result<u64, String> {
-        let mut params = ListParams::default().limit(500);
+        let mut pages = Pages::new(ListParams::default().limit(500));
         let mut count = 0;
-        loop {
-            let page = bounded(self.nodes.list_metadata(&params)).await?;
-            count += page.items.len() as u64;
-            match page.metadata.continue_ {
-                Some(token) if !token.is_empty() => params = params.continue_token(&token),
-                _ => return Ok(count),
-            }
+        while let Some(page) = bounded(pages.next_metadata(&self.nodes)).await? {
+            count += page.len() as u64;
         }
+        Ok(count)
     }
 
     async fn publish(&self, reason: &str, warning: bool, note: &str) {

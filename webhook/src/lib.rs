@@ -31,8 +31,6 @@ use crate::conn::ConnLimits;
 use crate::metrics::Metrics;
 use crate::server::AppState;
 
-pub use lifeguard_api::process::init_tracing;
-
 pub async fn run(config: Config) -> anyhow::Result<()> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let metrics = Metrics::new().context("registering metrics")?;
@@ -81,20 +79,12 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         recreation_users: Arc::new(config.recreation_users.clone()),
     };
 
-    let ops = TcpListener::bind(config.metrics_listen)
-        .await
-        .with_context(|| format!("binding {}", config.metrics_listen))?;
+    lifeguard_runtime::ops::spawn(config.metrics_listen, server::ops_router(state.clone())).await?;
     let admission = TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("binding {}", config.listen))?;
     tracing::info!(admission = %config.listen, ops = %config.metrics_listen, "serving");
 
-    let ops_app = server::ops_router(state.clone());
-    tokio::spawn(async move {
-        if let Err(error) = axum::serve(ops, ops_app).await {
-            tracing::error!(%error, "health and metrics server stopped");
-        }
-    });
     let metrics = state.metrics.clone();
     let app = server::admission_router(state, BodyBudget::from_config(&config));
     conn::serve_tls(
@@ -114,7 +104,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
 /// Resolves `delay` after SIGTERM/SIGINT: the replica keeps answering while the Service's
 /// endpoints and kube-proxy drop it, then stops accepting and drains (`conn::serve_tls`).
 async fn serve_until_stopped(delay: Duration) {
-    lifeguard_api::process::shutdown_signal().await;
+    lifeguard_runtime::process::shutdown_signal().await;
     tracing::info!(
         delay_seconds = delay.as_secs_f64(),
         "stopping: serving on until endpoints no longer route here"

@@ -1,8 +1,6 @@
 //! Prometheus metrics of the webhook, on their own registry.
 
-use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
-};
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry};
 
 #[derive(Clone)]
 pub struct Metrics {
@@ -135,10 +133,11 @@ impl Metrics {
     }
 
     pub fn render(&self) -> String {
-        let mut buffer = Vec::new();
-        if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut buffer) {
-            return format!("# error encoding metrics: {e}\n");
-        }
-        String::from_utf8_lossy(&buffer).into_owned()
+        lifeguard_runtime::ops::render(&self.registry)
+    }
+
+    /// For the ops router's `/metrics`.
+    pub fn registry(&self) -> Registry {
+        self.registry.clone()
     }
 }

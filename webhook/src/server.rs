@@ -7,8 +7,9 @@ use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::post;
 use jiff::Timestamp;
+use lifeguard_runtime::ops::{Readiness, always_live};
 use serde_json::json;
 
 use crate::body::{BodyBudget, BodyError};
@@ -65,11 +66,11 @@ pub fn admission_router(state: AppState, budget: BodyBudget) -> Router {
 }
 
 pub fn ops_router(state: AppState) -> Router {
-    Router::new()
-        .route("/healthz", get(|| async { "ok" }))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics))
-        .with_state(state)
+    let registry = state.metrics.registry();
+    let ready: Readiness = Arc::new(move || {
+        readiness(state.caches.is_ready(), state.certs.readiness()).map_err(str::to_owned)
+    });
+    lifeguard_runtime::ops::router(always_live(), ready, registry)
 }
 
 async fn validate(State(admission): State<Admission>, request: Request) -> Response {
@@ -192,13 +193,6 @@ async fn decide(state: &AppState, webhook: Webhook, request: &AdmissionRequest) 
     }
 }
 
-async fn readyz(State(state): State<AppState>) -> Response {
-    match readiness(state.caches.is_ready(), state.certs.readiness()) {
-        Ok(()) => (StatusCode::OK, "ready").into_response(),
-        Err(why) => (StatusCode::SERVICE_UNAVAILABLE, why).into_response(),
-    }
-}
-
 /// Ready only with synced caches (decisions need them) and a certificate the API server
 /// trusts (it cannot connect otherwise).
 fn readiness(
@@ -211,13 +205,6 @@ fn readiness(
     certificate
 }
 
-async fn metrics(State(state): State<AppState>) -> Response {
-    (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        state.metrics.render(),
-    )
-        .into_response()
-}
 #[cfg(test)]
 mod tests {
     use super::*;

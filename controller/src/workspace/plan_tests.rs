@@ -5,7 +5,7 @@ use k8s_openapi::api::core::v1::Pod;
 use lifeguard_api::{Workspace, WorkspacePhase};
 use serde_json::{Value, json};
 
-use crate::plan::{Action, Settings, plan, stop_cause};
+use crate::workspace::plan::{Action, Settings, plan, stop_cause};
 
 pub(crate) const NOW: &str = "2026-12-01T12:00:00Z";
 

@@ -5,8 +5,8 @@ use k8s_openapi::api::core::v1::Pod;
 use lifeguard_api::Workspace;
 use serde_json::{Value, json};
 
-use crate::plan::{Action, Settings, plan};
-use crate::plan_tests::{NOW, kind, now, pod, rejected_condition, ws};
+use crate::workspace::plan::plan_tests::{NOW, kind, now, pod, rejected_condition, ws};
+use crate::workspace::plan::{Action, Settings, plan};
 
 fn conflict(status: &lifeguard_api::WorkspaceStatus) -> Option<(String, String)> {
     status

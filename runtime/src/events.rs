@@ -97,6 +97,29 @@ pub async fn publish(
     Ok(())
 }
 
+/// Publishes an Event whose action is its reason. A failure is logged, not returned: the
+/// Event reports a decision that is made and written already, and must not undo it.
+pub async fn record(
+    client: &kube::Client,
+    reporter: &Reporter,
+    regarding: &ObjectReference,
+    type_: EventType,
+    reason: &str,
+    note: String,
+) {
+    let event = Event {
+        type_,
+        reason: reason.into(),
+        note: Some(note),
+        action: reason.into(),
+        secondary: None,
+    };
+    if let Err(error) = publish(client, reporter, regarding, &event).await {
+        let about = regarding.name.as_deref().unwrap_or_default();
+        tracing::warn!(%error, %reason, %about, "cannot publish event");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,5 @@
 //! Process plumbing the lifeguard binaries share: log format, tracing set-up, shutdown
-//! signals and Kubernetes-style duration flags. Behind the `process` feature so that
-//! users of the API types alone do not pull in clap or tracing-subscriber.
+//! signals, the exit code, and Kubernetes-style duration flags.
 
 use std::time::Duration;
 
@@ -42,6 +41,19 @@ pub async fn shutdown_signal() {
         }
     }
     tracing::info!("shutting down");
+}
+
+/// The exit code for what `run` returned; an error is logged (for the log collector) and
+/// printed plainly (for `kubectl logs --previous` on a crash loop) first.
+pub fn exit_code(outcome: anyhow::Result<()>) -> std::process::ExitCode {
+    match outcome {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            tracing::error!("{error:#}");
+            eprintln!("error: {error:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
 }
 
 /// Durations as Kubernetes users write them: `500ms`, `10s`, `1m30s`; never negative.

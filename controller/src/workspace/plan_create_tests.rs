@@ -5,19 +5,19 @@ use jiff::SignedDuration;
 use lifeguard_api::WorkspacePhase;
 use serde_json::{Value, json};
 
-use crate::plan::{Action, Settings, plan};
-use crate::plan_tests::{kind, now, pod, rejected_condition, ws};
+use crate::workspace::plan::plan_tests::{kind, now, pod, rejected_condition, ws};
+use crate::workspace::plan::{Action, Settings, plan};
 
-fn quota() -> crate::plan::CreateRefusal {
-    crate::plan::CreateRefusal {
+fn quota() -> crate::workspace::plan::CreateRefusal {
+    crate::workspace::plan::CreateRefusal {
         code: 403,
         reason: "Forbidden".into(),
         message: "pods \"ws-alice\" is forbidden: exceeded quota: none, requested: pods=1, used: pods=0, limited: pods=0".into(),
     }
 }
 
-fn window_denial() -> crate::plan::CreateRefusal {
-    crate::plan::CreateRefusal {
+fn window_denial() -> crate::workspace::plan::CreateRefusal {
+    crate::workspace::plan::CreateRefusal {
         code: 403,
         reason: "Forbidden".into(),
         message: "admission webhook \"validate.lifeguard.dev\" denied the request: workspace pods cannot start during maintenance window \"upgrade\" (until 2026-12-01T13:00:00Z)".into(),
@@ -35,7 +35,7 @@ fn condition_of(status: &lifeguard_api::WorkspaceStatus, type_: &str) -> (String
 
 #[test]
 fn a_refused_create_is_recorded_with_the_api_message_and_announced_once() {
-    use crate::plan::record_create_refusal;
+    use crate::workspace::plan::record_create_refusal;
     let later = |secs: i64| now() + SignedDuration::from_secs(secs);
     let mut workspace = ws(json!(null), json!({}));
     // (what, refusal, at, expect a new Event, attempts, since, PodCreateFailed reason)
@@ -94,7 +94,7 @@ fn a_refused_create_is_recorded_with_the_api_message_and_announced_once() {
 
 #[test]
 fn refused_creates_are_retried_with_capped_exponential_backoff() {
-    use crate::plan::create_retry_at;
+    use crate::workspace::plan::create_retry_at;
     let settings = Settings::default();
     let refused = |attempts: u32| lifeguard_api::workspace::PodCreateError {
         code: 403,
@@ -165,7 +165,7 @@ fn refused_creates_are_retried_with_capped_exponential_backoff() {
 #[test]
 fn a_pod_that_exists_clears_the_refusal() {
     let (refused, _) =
-        crate::plan::record_create_refusal(&ws(json!(null), json!({})), &quota(), now());
+        crate::workspace::plan::record_create_refusal(&ws(json!(null), json!({})), &quota(), now());
     let workspace = ws(serde_json::to_value(&refused).expect("status"), json!({}));
     let Action::UpdateStatus(status) = plan(
         &workspace,

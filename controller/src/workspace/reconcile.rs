@@ -1,9 +1,9 @@
-//! The reconciler: reads the Workspace and its pod, asks `plan` for the next action and
-//! performs it. All decisions live in `plan`; this file only does I/O.
+//! The Workspace reconciler's I/O: reads the Workspace and its pod, asks `plan` for the
+//! next action and performs it. All decisions live in `plan`; this file only does I/O.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action as Requeue;
-use kube::runtime::events::{Event, EventType, Reporter};
+use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use lifeguard_api::names::{POD_FINALIZER, WORKSPACE_FINALIZER, pod_name};
@@ -19,54 +19,17 @@ use lifeguard_api::notice::{MaintenanceNotice, notice_for};
 use lifeguard_api::rejection::RejectionClass;
 use lifeguard_api::window::CompiledWindow;
 use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceStatus};
-use serde_json::json;
 
 use crate::disposal;
 use crate::finalizers::{self, Removal};
-use crate::metrics::Metrics;
 use crate::node_loss::{self, NodeLossStep};
-use crate::nodes::NodeStore;
 use crate::notice;
-use crate::plan::{
-    Action, CreateRefusal, REJECTED_AFTER_RUNNING, Settings, create_retry_at, plan,
-    record_create_refusal,
-};
 use crate::podspec;
 use crate::status::clear_create_refusal;
-use crate::window_watch::WindowCache;
-
-pub struct Context {
-    pub client: kube::Client,
-    /// The MaintenanceWindows, for notices (`window_watch`).
-    pub windows: WindowCache,
-    pub settings: Settings,
-    /// Names this replica in Events (`lifeguard_api::events`).
-    pub reporter: Reporter,
-    pub metrics: Metrics,
-    /// Node readiness (`nodes`), and whether its first list is in.
-    pub nodes: NodeStore,
-    pub nodes_ready: Arc<AtomicBool>,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("Kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
-    #[error("workspace has no namespace")]
-    NoNamespace,
-}
-
-impl Error {
-    /// Metric label.
-    pub fn reason(&self) -> &'static str {
-        match self {
-            Self::Kube(kube::Error::Api(s)) if s.code == 409 => "conflict",
-            Self::Kube(kube::Error::Api(_)) => "api_error",
-            Self::Kube(_) => "transport",
-            Self::NoNamespace => "no_namespace",
-        }
-    }
-}
+use crate::workspace::plan::{
+    Action, CreateRefusal, REJECTED_AFTER_RUNNING, create_retry_at, plan, record_create_refusal,
+};
+use crate::{Context, Error, FIELD_MANAGER};
 
 /// How soon to look again after a write: the watch event usually comes first.
 const AFTER_WRITE: Duration = Duration::from_millis(500);
@@ -92,51 +55,20 @@ fn action_name(action: &Action) -> &'static str {
 }
 
 async fn event(ctx: &Context, ws: &Workspace, type_: EventType, reason: &str, note: String) {
-    let event = Event {
-        type_,
-        reason: reason.into(),
-        note: Some(note),
-        action: reason.into(),
-        secondary: None,
-    };
-    let published =
-        lifeguard_api::events::publish(&ctx.client, &ctx.reporter, &ws.object_ref(&()), &event)
-            .await;
-    if let Err(error) = published {
-        tracing::warn!(%error, workspace = %ws.name_any(), "cannot publish event");
-    }
+    let regarding = ws.object_ref(&());
+    lifeguard_runtime::events::record(&ctx.client, &ctx.reporter, &regarding, type_, reason, note)
+        .await;
 }
 
-/// Fields a merge patch must null explicitly: leaving them out would keep the old value.
-const CLEARABLE: &[&str] = &[
-    "podDeletionTime",
-    "nextAttemptTime",
-    "lastRejection",
-    "nodeName",
-    "podName",
-    "phase",
-    "lastCreateError",
-    "maintenanceNotice",
-];
-
+/// The whole status, by server-side apply; a status that ends the workspace also takes its
+/// maintenance notice back (`notice::settled`).
 async fn write_status(
     api: &Api<Workspace>,
     ws: &Workspace,
     status: &WorkspaceStatus,
 ) -> Result<(), Error> {
     let status = notice::settled(ws, status.clone(), Timestamp::now());
-    let mut body = serde_json::to_value(&status).map_err(kube::Error::SerdeError)?;
-    if let Some(fields) = body.as_object_mut() {
-        for key in CLEARABLE {
-            fields.entry(*key).or_insert(serde_json::Value::Null);
-        }
-    }
-    api.patch_status(
-        &ws.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(json!({ "status": body })),
-    )
-    .await?;
+    lifeguard_runtime::status::apply(api, &ws.name_any(), FIELD_MANAGER, &status).await?;
     Ok(())
 }
 
@@ -276,7 +208,7 @@ fn node_loss_step(
         return NodeLossStep::Nothing;
     }
     let node = pod
-        .filter(|p| crate::plan::controlled_by(p, ws))
+        .filter(|p| crate::workspace::plan::controlled_by(p, ws))
         .and_then(|p| p.spec.as_ref()?.node_name.clone());
     let health = node
         .as_ref()

@@ -606,3 +606,13 @@ pub(crate) fn stop_cause(ws: &Workspace, phase: &str) -> String {
         None => format!("it ended ({phase})"),
     }
 }
+
+#[cfg(test)]
+#[path = "plan_create_tests.rs"]
+mod plan_create_tests;
+#[cfg(test)]
+#[path = "plan_owner_tests.rs"]
+mod plan_owner_tests;
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+mod plan_tests;

@@ -1,0 +1,232 @@
+//! Start-up and wiring: ops endpoints, leader election, the sweep, the watches and the two
+//! reconcilers, and shutdown.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use axum::Router;
+use futures::{FutureExt, StreamExt};
+use k8s_openapi::api::core::v1::Pod;
+use kube::core::PartialObjectMeta;
+use kube::runtime::controller::Config as ControllerConfig;
+use kube::runtime::events::Reporter;
+use kube::runtime::reflector;
+use kube::runtime::{Controller, WatchStreamExt, watcher};
+use kube::{Api, Client};
+use lifeguard_api::names::WORKSPACE_LABEL;
+use lifeguard_api::{MaintenanceWindow, Workspace, WorkspacePhase};
+use lifeguard_runtime::ops::{Readiness, always_live};
+use lifeguard_runtime::pages::Pages;
+
+use crate::config::Config;
+use crate::metrics::Metrics;
+use crate::workspace::reconcile::{error_policy, reconcile};
+use crate::{Context, leader, memory, nodes, sweep, window, window_watch};
+
+/// A standby is ready too (it has nothing to serve until it leads); a replica is not ready
+/// only between start and joining the election.
+fn ops_router(metrics: &Metrics, ready: Arc<AtomicBool>) -> Router {
+    let readiness: Readiness = Arc::new(move || {
+        if ready.load(Ordering::Acquire) {
+            Ok(())
+        } else {
+            Err("not in the leader election yet".into())
+        }
+    });
+    lifeguard_runtime::ops::router(always_live(), readiness, metrics.registry())
+}
+
+/// Keeps the workspaces-by-phase gauge current, listing in pages so that the count costs
+/// no lasting memory.
+async fn count_phases(client: Client, metrics: Metrics) {
+    let api: Api<Workspace> = Api::all(client);
+    let mut tick = tokio::time::interval(Duration::from_secs(30));
+    loop {
+        tick.tick().await;
+        let mut counts = std::collections::BTreeMap::new();
+        // Small pages: each holds full Workspaces (pod templates and all) while it is counted.
+        let mut pages = Pages::new(kube::api::ListParams::default().limit(100));
+        let counted = loop {
+            match pages.next(&api).await {
+                Ok(Some(page)) => {
+                    for ws in &page {
+                        if let Some(phase) = ws.status.as_ref().and_then(|s| s.phase) {
+                            *counts.entry(phase.as_str()).or_insert(0i64) += 1;
+                        }
+                    }
+                }
+                Ok(None) => break true,
+                Err(error) => {
+                    tracing::debug!(%error, "counting workspaces failed");
+                    break false;
+                }
+            }
+        };
+        // A count cut short by an error would show workspaces vanishing: keep the last one.
+        if counted {
+            for phase in WorkspacePhase::ALL {
+                let n = counts.get(phase.as_str()).copied().unwrap_or(0);
+                metrics
+                    .workspaces
+                    .with_label_values(&[phase.as_str()])
+                    .set(n);
+            }
+        }
+        memory::release_free_heap();
+    }
+}
+
+pub async fn run(config: Config) -> anyhow::Result<()> {
+    let client = Client::try_default()
+        .await
+        .context("connecting to the Kubernetes API (KUBECONFIG or in-cluster)")?;
+    let metrics = Metrics::new().context("registering metrics")?;
+    let settings = config.settings().context("invalid flags")?;
+    let ready = Arc::new(AtomicBool::new(false));
+    lifeguard_runtime::ops::spawn(config.metrics_listen, ops_router(&metrics, ready.clone()))
+        .await?;
+    let (stop, stopping) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        lifeguard_runtime::process::shutdown_signal().await;
+        let _ = stop.send(true);
+    });
+    let stopped = move || {
+        let mut stopping = stopping.clone();
+        async move {
+            let _ = stopping.wait_for(|s| *s).await;
+        }
+    };
+
+    let identity = leader::identity(config.identity.clone());
+    let mut leadership = leader::Leadership::start(
+        client.clone(),
+        &config.lease_namespace,
+        &config.lease_name,
+        &identity,
+        config.lease_seconds,
+    )
+    .await?;
+    // A standby is healthy and ready: it has nothing to serve until it leads.
+    ready.store(true, Ordering::Release);
+    tracing::info!(%identity, lease = %config.lease_name, "waiting to lead");
+    tokio::select! {
+        acquired = leadership.acquired() => acquired?,
+        () = stopped() => {
+            leadership.release().await;
+            return Ok(());
+        }
+    }
+    metrics.leader.set(1);
+    tracing::info!(%identity, "leading");
+
+    // Pods left Terminating while no controller ran are released before anything else.
+    match sweep::sweep_once(&client, &settings, &metrics).await {
+        Ok(released) => tracing::info!(released, "initial sweep done"),
+        Err(error) => tracing::warn!(%error, "initial sweep failed; the periodic sweep retries"),
+    }
+    let sweep_every = Duration::try_from(config.sweep_interval).unwrap_or(Duration::from_secs(60));
+    let sweeper = tokio::spawn(sweep::run(
+        client.clone(),
+        settings.clone(),
+        metrics.clone(),
+        sweep_every.max(Duration::from_secs(1)),
+    ));
+
+    let reporter = Reporter {
+        controller: crate::FIELD_MANAGER.into(),
+        instance: Some(identity),
+    };
+    let (nodes, node_triggers) = nodes::watch(client.clone());
+    let nodes_ready = Arc::new(AtomicBool::new(false));
+    {
+        // Until the first list is in, an absent node means "not seen yet", not "removed":
+        // node_loss stays silent until then.
+        let (nodes, nodes_ready) = (nodes.clone(), nodes_ready.clone());
+        tokio::spawn(async move {
+            if nodes.wait_until_ready().await.is_ok() {
+                nodes_ready.store(true, Ordering::Release);
+            }
+        });
+    }
+    let (windows, window_changes) = window_watch::watch(client.clone());
+    let context = Arc::new(Context {
+        client: client.clone(),
+        windows,
+        settings,
+        reporter,
+        metrics: metrics.clone(),
+        nodes,
+        nodes_ready,
+    });
+    // Only the identity of each Workspace is cached: the reconciler reads it fresh, and
+    // managedFields alone would be most of a cached object's memory.
+    let (store, writer) = reflector::store();
+    let workspace_events = watcher(
+        Api::<PartialObjectMeta<Workspace>>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .modify(|ws| {
+        // The reconciler reads each Workspace fresh; the cache only has to name it. Even
+        // uid and resourceVersion go: they would be copied into every cache key too.
+        let meta = std::mem::take(&mut ws.metadata);
+        ws.types = None;
+        ws.metadata.name = meta.name;
+        ws.metadata.namespace = meta.namespace;
+    })
+    .reflect(writer)
+    .touched_objects();
+    // Bounded concurrency: unbounded, a cold start with thousands of Workspaces keeps
+    // thousands of requests and their buffers in flight at once. Pods are watched as
+    // metadata only: the owner reference is all the trigger needs.
+    let controller = Controller::for_stream(workspace_events, store)
+        .owns(
+            Api::<PartialObjectMeta<Pod>>::all(client.clone()),
+            watcher::Config::default().labels(WORKSPACE_LABEL),
+        )
+        .reconcile_on(node_triggers)
+        .reconcile_all_on(window_changes)
+        .with_config(ControllerConfig::default().concurrency(config.concurrency));
+    let counter = tokio::spawn(count_phases(client.clone(), metrics.clone()));
+    let workspaces = controller
+        .graceful_shutdown_on(stopped())
+        .run(reconcile, error_policy, context.clone())
+        .for_each(|_| futures::future::ready(()));
+    // Deletions trigger too (`touched_objects`): a deleted window is then reported as
+    // missing at once, and its drain gauge series dropped.
+    let (window_store, window_writer) = reflector::store();
+    let window_events = watcher(
+        Api::<MaintenanceWindow>::all(context.client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .reflect(window_writer)
+    .touched_objects();
+    let window_metrics = metrics.clone();
+    let windows = Controller::for_stream(window_events, window_store)
+        .graceful_shutdown_on(stopped())
+        .run(
+            window::reconcile::reconcile_window,
+            window::reconcile::window_error_policy,
+            context,
+        )
+        .for_each(move |result| {
+            window::reconcile::forget_deleted(&window_metrics, &result);
+            futures::future::ready(())
+        });
+    let reconciling = futures::future::join(workspaces, windows).map(|_| ());
+    let outcome = tokio::select! {
+        () = reconciling => Ok(()),
+        () = leadership.lost() => Err(anyhow::anyhow!(
+            "lost the leader Lease; exiting so that a fresh start rejoins the election"
+        )),
+    };
+    sweeper.abort();
+    counter.abort();
+    metrics.leader.set(0);
+    leadership.release().await;
+    tracing::info!("stopped");
+    outcome
+}

@@ -1,0 +1,6 @@
+//! The MaintenanceWindow reconciler: the window's status (valid, active, current and next
+//! occurrence), its drain and its count of notified workspaces. `plan` decides (pure);
+//! `reconcile` lists the workspaces a page at a time, asks `plan` and writes the answer.
+
+pub mod plan;
+pub mod reconcile;

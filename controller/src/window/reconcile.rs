@@ -1,0 +1,208 @@
+//! The MaintenanceWindow reconciler's I/O: reads the namespaces and, a page at a time, the
+//! Workspaces a window surveys; asks `plan`; marks the workspaces to stop, writes the
+//! status and the metrics, and publishes `Drained`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::core::PartialObjectMeta;
+use kube::runtime::controller::Action as Requeue;
+use kube::runtime::controller::Error as ControllerError;
+use kube::runtime::events::EventType;
+use kube::{Resource, ResourceExt};
+use lifeguard_api::names::DRAINED_BY_ANNOTATION;
+use lifeguard_api::{MaintenanceWindow, Workspace};
+use lifeguard_runtime::pages::Pages;
+use serde_json::json;
+
+use super::plan::{self, IDLE_POLL, Schedule, Survey, ValidWindow};
+use crate::metrics::Metrics;
+use crate::{Context, Error, FIELD_MANAGER};
+
+/// Workspaces per page: a drain re-plans every two seconds, and a full list of 10,000
+/// workspaces each time would cost tens of megabytes per pass.
+const PAGE: u32 = 200;
+
+async fn namespace_labels(
+    ctx: &Context,
+) -> Result<BTreeMap<String, BTreeMap<String, String>>, Error> {
+    let api: Api<PartialObjectMeta<Namespace>> = Api::all(ctx.client.clone());
+    Ok(api
+        .list_metadata(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .map(|ns| (ns.name_any(), ns.metadata.labels.unwrap_or_default()))
+        .collect())
+}
+
+/// One pass over the Workspaces serves both the drain and the count of notified ones.
+async fn survey(ctx: &Context, valid: &ValidWindow) -> Result<Survey, Error> {
+    let mut survey = Survey::for_window(valid);
+    if survey.drain.is_none() && survey.notified.is_none() {
+        return Ok(survey);
+    }
+    let namespaces = if valid.draining {
+        namespace_labels(ctx).await?
+    } else {
+        BTreeMap::new()
+    };
+    let api = Api::<Workspace>::all(ctx.client.clone());
+    let mut pages = Pages::new(ListParams::default().limit(PAGE));
+    while let Some(page) = pages.next(&api).await? {
+        survey.add(&valid.window, &page, &namespaces);
+    }
+    Ok(survey)
+}
+
+pub async fn reconcile_window(
+    mw: Arc<MaintenanceWindow>,
+    ctx: Arc<Context>,
+) -> Result<Requeue, Error> {
+    let windows: Api<MaintenanceWindow> = Api::all(ctx.client.clone());
+    let name = mw.name_any();
+    let now = Timestamp::now();
+    let valid = match plan::schedule(&mw, now) {
+        Schedule::Invalid(status) => {
+            write_status(&windows, &name, &status).await?;
+            return Ok(Requeue::requeue(IDLE_POLL));
+        }
+        Schedule::Valid(valid) => *valid,
+    };
+    let survey = survey(&ctx, &valid).await?;
+    if let Some(drain) = &survey.drain {
+        for (namespace, ws) in &drain.to_stop {
+            let api: Api<Workspace> = Api::namespaced(ctx.client.clone(), namespace);
+            let patch = json!({"metadata": {"annotations": {DRAINED_BY_ANNOTATION: name}}});
+            api.patch(ws, &PatchParams::default(), &Patch::Merge(&patch))
+                .await?;
+            tracing::info!(window = %name, workspace = %ws, %namespace, "draining workspace");
+        }
+    }
+    record_metrics(&ctx.metrics, &name, &survey);
+    let settled = plan::settle(valid, &survey, mw.metadata.generation, now);
+    if Some(&settled.status) != mw.status.as_ref() {
+        write_status(&windows, &name, &settled.status).await?;
+    }
+    if let Some(note) = settled.drained_note {
+        lifeguard_runtime::events::record(
+            &ctx.client,
+            &ctx.reporter,
+            &mw.object_ref(&()),
+            EventType::Normal,
+            "Drained",
+            note,
+        )
+        .await;
+    }
+    Ok(Requeue::requeue(settled.requeue))
+}
+
+/// The drain and notice gauges follow the survey; a tally not taken drops its series.
+fn record_metrics(metrics: &Metrics, window: &str, survey: &Survey) {
+    match survey.notified {
+        Some(count) => metrics
+            .workspaces_notified
+            .with_label_values(&[window])
+            .set(i64::from(count)),
+        None => {
+            let _ = metrics.workspaces_notified.remove_label_values(&[window]);
+        }
+    }
+    match &survey.drain {
+        Some(drain) => metrics
+            .drain_remaining
+            .with_label_values(&[window])
+            .set(i64::from(drain.remaining)),
+        None => {
+            let _ = metrics.drain_remaining.remove_label_values(&[window]);
+        }
+    }
+}
+
+async fn write_status(
+    api: &Api<MaintenanceWindow>,
+    name: &str,
+    status: &lifeguard_api::MaintenanceWindowStatus,
+) -> Result<(), Error> {
+    lifeguard_runtime::status::apply(api, name, FIELD_MANAGER, status).await?;
+    Ok(())
+}
+
+/// A window deleted while it drained leaves its `drain_remaining` series behind, and with
+/// it `LifeguardDrainStuck` firing: the reconciler is never called for a deleted window, so
+/// the controller's result stream, which reports the missing object, drops the series (and
+/// its `workspaces_notified` one).
+pub fn forget_deleted<T, E1, E2>(metrics: &Metrics, result: &Result<T, ControllerError<E1, E2>>) {
+    let Err(ControllerError::ObjectNotFound(window)) = result else {
+        return;
+    };
+    let _ = metrics
+        .workspaces_notified
+        .remove_label_values(&[window.name.as_str()]);
+    if metrics
+        .drain_remaining
+        .remove_label_values(&[window.name.as_str()])
+        .is_ok()
+    {
+        tracing::info!(window = %window.name, "window deleted; drain gauge removed");
+    }
+}
+
+pub fn window_error_policy(
+    mw: Arc<MaintenanceWindow>,
+    error: &Error,
+    ctx: Arc<Context>,
+) -> Requeue {
+    ctx.metrics
+        .reconciles
+        .with_label_values(&[error.reason()])
+        .inc();
+    tracing::warn!(window = %mw.name_any(), %error, "window reconcile failed; retrying");
+    Requeue::requeue(Duration::from_secs(5))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::runtime::reflector::ObjectRef;
+
+    type Outcome = Result<(), ControllerError<Error, std::io::Error>>;
+
+    #[test]
+    fn deleting_a_draining_window_removes_its_gauge_series() {
+        let metrics = Metrics::new().expect("registry");
+        for (window, remaining) in [("upgrade", 3), ("other", 1)] {
+            metrics
+                .drain_remaining
+                .with_label_values(&[window])
+                .set(remaining);
+        }
+        let still_there: Outcome = Ok(());
+        forget_deleted(&metrics, &still_there);
+        let failed: Outcome = Err(ControllerError::ReconcilerFailed(
+            Error::NoNamespace,
+            Box::new(ObjectRef::<MaintenanceWindow>::new("other").erase()),
+        ));
+        forget_deleted(&metrics, &failed);
+        let deleted: Outcome = Err(ControllerError::ObjectNotFound(Box::new(
+            ObjectRef::<MaintenanceWindow>::new("upgrade").erase(),
+        )));
+        forget_deleted(&metrics, &deleted);
+        let rendered = metrics.render();
+        assert!(
+            !rendered.contains(r#"window="upgrade""#),
+            "deleted window's series is gone:\n{rendered}"
+        );
+        assert!(
+            rendered.contains(r#"lifeguard_controller_drain_remaining{window="other"} 1"#),
+            "a window whose reconcile failed keeps its series:\n{rendered}"
+        );
+        // Forgetting twice (a second stale requeue) is harmless.
+        forget_deleted(&metrics, &deleted);
+    }
+}

@@ -1,0 +1,6 @@
+//! The Workspace reconciler: one pod per Workspace, re-created after a kubelet rejection,
+//! released only once its end is recorded. `plan` decides (pure); `reconcile` reads the
+//! Workspace and its pod, asks `plan` and performs the answer.
+
+pub mod plan;
+pub mod reconcile;

@@ -225,6 +225,16 @@ fn invalid(message: String) -> Outcome {
     }
 }
 
+/// A JSON Patch of one `add` at the path made of `tokens` (escaped as JSON Pointer needs).
+fn add(tokens: &[&str], value: Value) -> Outcome {
+    Outcome::Patch(json_patch::Patch(vec![json_patch::PatchOperation::Add(
+        json_patch::AddOperation {
+            path: json_patch::jsonptr::PointerBuf::from_tokens(tokens.iter().copied()),
+            value,
+        },
+    )]))
+}
+
 /// Stamps the disposal finalizer on a workspace pod at creation, keeping every other
 /// finalizer where it is.
 pub fn mutate(request: &AdmissionRequest) -> Outcome {
@@ -236,13 +246,9 @@ pub fn mutate(request: &AdmissionRequest) -> Outcome {
         .as_ref()
         .and_then(|o| o.pointer("/metadata/finalizers"));
     match finalizers {
-        None | Some(Value::Null) => Outcome::Patch(vec![json!({
-            "op": "add", "path": "/metadata/finalizers", "value": [POD_FINALIZER]
-        })]),
+        None | Some(Value::Null) => add(&["metadata", "finalizers"], json!([POD_FINALIZER])),
         Some(Value::Array(list)) if list.iter().any(|f| f == POD_FINALIZER) => Outcome::Allow,
-        Some(Value::Array(_)) => Outcome::Patch(vec![json!({
-            "op": "add", "path": "/metadata/finalizers/-", "value": POD_FINALIZER
-        })]),
+        Some(Value::Array(_)) => add(&["metadata", "finalizers", "-"], json!(POD_FINALIZER)),
         // The API server would refuse this pod anyway; leave the error to it.
         Some(_) => Outcome::Allow,
     }

@@ -438,16 +438,16 @@ fn finalizer_stamping() {
                 Operation::Create,
                 workspace_pod(ws.clone(), json!({}), json!([])),
             ),
-            Outcome::Patch(vec![
+            patch(
                 json!({"op": "add", "path": "/metadata/finalizers", "value": ["lifeguard.dev/disposal"]}),
-            ]),
+            ),
         ),
         (
             "foreign finalizer kept, ours appended",
             pod_with(json!(["example.com/keep"])),
-            Outcome::Patch(vec![
+            patch(
                 json!({"op": "add", "path": "/metadata/finalizers/-", "value": "lifeguard.dev/disposal"}),
-            ]),
+            ),
         ),
         (
             "already stamped",
@@ -457,9 +457,9 @@ fn finalizer_stamping() {
         (
             "null finalizers",
             pod_with(Value::Null),
-            Outcome::Patch(vec![
+            patch(
                 json!({"op": "add", "path": "/metadata/finalizers", "value": ["lifeguard.dev/disposal"]}),
-            ]),
+            ),
         ),
         (
             "not a workspace pod",
@@ -681,4 +681,9 @@ fn unknown_namespace_labels_fail_closed_for_namespace_selectors() {
             }
         }
     }
+}
+
+/// A JSON Patch of the one operation `op`, as the tests write it.
+fn patch(op: Value) -> Outcome {
+    Outcome::Patch(serde_json::from_value(json!([op])).expect("JSON Patch literal"))
 }

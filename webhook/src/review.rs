@@ -1,5 +1,6 @@
 //! The AdmissionReview wire format (`admission.k8s.io/v1`): parsing with clear errors for
-//! anything the API server would never send, and encoding responses.
+//! anything the API server would never send, and the response in kube's types
+//! (`kube::core::admission::AdmissionResponse`, with a `json_patch::Patch`).
 //!
 //! Parsing reads only what the decisions use, in one pass over the body. The review is
 //! deserialized into borrowed, typed structs: unknown fields are skipped without being
@@ -10,17 +11,18 @@
 //! `oldObject` is never built: its `spec` is compared byte for byte with the new one.
 //! A 3 MiB `oldObject` therefore costs nothing beyond the body itself.
 //!
-//! Why not `kube::core::admission::AdmissionReview`: it deserializes `object` and
+//! Why requests are not read as `kube::core::admission::AdmissionReview`: it deserializes `object` and
 //! `oldObject` fully into `DynamicObject` trees (a 2.5-million-element array becomes about
 //! 80 MB of `serde_json::Value`), which is the memory blow-up this parser exists to avoid.
 
 use std::fmt;
 
-use base64::Engine;
+use kube::core::admission::{AdmissionResponse, AdmissionReview, SerializePatchError};
+use kube::core::{DynamicObject, Status};
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use lifeguard_api::names::GROUP;
 
@@ -305,38 +307,38 @@ impl<'de> Deserialize<'de> for Metadata {
     }
 }
 
-/// The review the API server expects back.
-pub fn response(uid: &str, outcome: &Outcome) -> Value {
-    let mut response = json!({ "uid": uid, "allowed": true });
+/// The review the API server expects back, in kube's types. kube builds a response from
+/// its own parsed request, which lifeguard does not use (see the top of this file); so it
+/// starts from `invalid` (an `admission.k8s.io/v1` response without a uid) and sets the rest.
+pub fn response(
+    uid: &str,
+    outcome: &Outcome,
+) -> Result<AdmissionReview<DynamicObject>, SerializePatchError> {
+    let mut response = AdmissionResponse::invalid("");
+    response.uid = uid.to_owned();
+    response.allowed = true;
+    response.result = Status::default();
     match outcome {
         Outcome::Allow => {}
-        Outcome::Patch(ops) => {
-            // The API server wants the JSONPatch as base64 of its JSON text, not as JSON.
-            let text = Value::Array(ops.clone()).to_string();
-            response["patchType"] = json!("JSONPatch");
-            response["patch"] = json!(base64::engine::general_purpose::STANDARD.encode(text));
-        }
+        Outcome::Patch(patch) => response = response.with_patch(patch.clone())?,
         Outcome::Deny {
             code,
             reason,
             message,
         } => {
-            response["allowed"] = json!(false);
-            response["status"] = json!({
-                "code": code,
-                "reason": reason,
-                "message": message,
-            });
+            response = response.deny(message);
+            response.result.code = *code;
+            response.result.reason = (*reason).to_owned();
         }
     }
-    json!({ "apiVersion": API_VERSION, "kind": "AdmissionReview", "response": response })
+    Ok(response.into_review())
 }
 
 /// What the webhook answers for one request.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
     Allow,
-    Patch(Vec<Value>),
+    Patch(json_patch::Patch),
     Deny {
         code: u16,
         reason: &'static str,
@@ -359,6 +361,7 @@ impl Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn review(request: Value) -> Vec<u8> {
         json!({"apiVersion": API_VERSION, "kind": "AdmissionReview", "request": request})
@@ -427,20 +430,34 @@ mod tests {
         }
     }
 
+    fn answer(uid: &str, outcome: &Outcome) -> Value {
+        let review = response(uid, outcome).expect("a patch serializes");
+        serde_json::to_value(review).expect("a review serializes")
+    }
+
     #[test]
-    fn patch_is_base64_encoded_json_patch() {
+    fn an_allowed_review_is_admission_v1_with_the_uid() {
+        let body = answer("u-1", &Outcome::Allow);
+        assert_eq!(body["apiVersion"], API_VERSION);
+        assert_eq!(body["kind"], "AdmissionReview");
+        assert_eq!(body["response"]["uid"], "u-1");
+        assert_eq!(body["response"]["allowed"], true);
+        assert!(body["response"].get("patch").is_none());
+    }
+
+    #[test]
+    fn the_patch_carries_the_json_patch_text() {
         let ops = vec![json!({"op": "add", "path": "/metadata/finalizers", "value": ["f"]})];
-        let body = response("u-2", &Outcome::Patch(ops.clone()));
+        let patch = serde_json::from_value(Value::Array(ops.clone())).expect("JSON Patch");
+        let body = answer("u-2", &Outcome::Patch(patch));
         assert_eq!(body["response"]["uid"], "u-2");
         assert_eq!(body["response"]["allowed"], true);
         assert_eq!(body["response"]["patchType"], "JSONPatch");
-        let encoded = body["response"]["patch"]
-            .as_str()
-            .expect("patch is a string");
-        let decoded = base64::engine::general_purpose::STANDARD
-            .decode(encoded)
-            .expect("base64");
-        let decoded: Value = serde_json::from_slice(&decoded).expect("json");
+        // kube writes the `[]byte` as a JSON array of bytes, not as base64; Go's decoder (the
+        // API server's) takes both. The e2e finalizer tests show a real API server applying it.
+        let bytes: Vec<u8> =
+            serde_json::from_value(body["response"]["patch"].clone()).expect("patch bytes");
+        let decoded: Value = serde_json::from_slice(&bytes).expect("json");
         assert_eq!(decoded, Value::Array(ops));
     }
 
@@ -451,7 +468,7 @@ mod tests {
             reason: "Forbidden",
             message: "no".into(),
         };
-        let body = response("u-3", &outcome);
+        let body = answer("u-3", &outcome);
         assert_eq!(body["response"]["allowed"], false);
         assert_eq!(body["response"]["status"]["code"], 403);
         assert_eq!(body["response"]["status"]["message"], "no");

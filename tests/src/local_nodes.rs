@@ -24,8 +24,8 @@ pub fn lifeguard_cluster(args: &[&str]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A node whose kubelet and container runtime are stopped until this is dropped; dropping
-/// starts them again, also when the test fails.
+/// A node whose kubelet (and, from `stop`, its container runtime) is stopped until this is
+/// dropped; dropping starts them again, also when the test fails.
 pub struct StoppedNode {
     name: String,
     started: bool,
@@ -34,6 +34,17 @@ pub struct StoppedNode {
 impl StoppedNode {
     pub fn stop(name: &str) -> anyhow::Result<Self> {
         lifeguard_cluster(&["node", "stop", name])?;
+        Ok(Self {
+            name: name.to_string(),
+            started: false,
+        })
+    }
+
+    /// Stops only the node's kubelet, as a kubelet upgrade or crash does: its containers
+    /// (a webhook replica among them) keep running and serving, and the cluster still sees
+    /// the node Ready for about 40 s.
+    pub fn stop_kubelet(name: &str) -> anyhow::Result<Self> {
+        lifeguard_cluster(&["node", "stop-kubelet", name])?;
         Ok(Self {
             name: name.to_string(),
             started: false,
@@ -56,4 +67,50 @@ impl Drop for StoppedNode {
             eprintln!("warning: could not start {} again: {e:#}", self.name);
         }
     }
+}
+
+/// Waits until every node is Ready and every pod of lifeguard is Ready: a disruptive test
+/// starts from a settled cluster, whatever the test before it stopped or restarted.
+pub async fn wait_settled(client: &kube::Client) -> anyhow::Result<()> {
+    use k8s_openapi::api::core::v1::{Node, Pod};
+    use kube::Api;
+
+    fn ready(conditions: Option<&Vec<(String, String)>>) -> bool {
+        conditions.is_some_and(|cs| cs.iter().any(|(t, s)| t == "Ready" && s == "True"))
+    }
+    let nodes: Api<Node> = Api::all(client.clone());
+    let pods: Api<Pod> = Api::namespaced(client.clone(), crate::LIFEGUARD_NAMESPACE);
+    crate::poll_until(
+        "every node and every lifeguard pod Ready",
+        std::time::Duration::from_secs(180),
+        || async {
+            let mut waiting = Vec::new();
+            for node in nodes.list(&Default::default()).await?.items {
+                let conditions = node.status.and_then(|s| s.conditions).map(|cs| {
+                    cs.into_iter()
+                        .map(|c| (c.type_, c.status))
+                        .collect::<Vec<_>>()
+                });
+                if !ready(conditions.as_ref()) {
+                    waiting.push(format!("node {:?}", node.metadata.name));
+                }
+            }
+            for pod in pods.list(&Default::default()).await?.items {
+                let conditions = pod.status.and_then(|s| s.conditions).map(|cs| {
+                    cs.into_iter()
+                        .map(|c| (c.type_, c.status))
+                        .collect::<Vec<_>>()
+                });
+                if pod.metadata.deletion_timestamp.is_some() || !ready(conditions.as_ref()) {
+                    waiting.push(format!("pod {:?}", pod.metadata.name));
+                }
+            }
+            if waiting.is_empty() {
+                Ok(Some(()))
+            } else {
+                anyhow::bail!("not Ready yet: {}", waiting.join(", "))
+            }
+        },
+    )
+    .await
 }

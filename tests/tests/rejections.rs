@@ -14,7 +14,7 @@ use lifeguard_api::workspace::condition::FAILED;
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
     BUSYBOX_IMAGE, SECOND_NODE, StoppedNode, allow_pods, forbid_pods, node_name, poll_until,
-    unique_name, wait_for, wait_phase, with_namespace,
+    unique_name, wait_for, wait_phase, wait_settled, with_namespace,
 };
 use serde_json::{Value, json};
 
@@ -234,6 +234,7 @@ fn schedulable(node: &Node) -> bool {
 #[ignore = "disruptive: restarts a node's kubelet; test-all runs it alone with --ignored"]
 async fn a_replacement_prefers_another_node_than_the_one_that_refused() {
     with_namespace("avoid", |client, ns| async move {
+        wait_settled(&client).await?;
         let nodes: Api<Node> = Api::all(client.clone());
         let refusing = SECOND_NODE.to_string();
         let other = nodes
@@ -253,10 +254,11 @@ async fn a_replacement_prefers_another_node_than_the_one_that_refused() {
         let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
         let outcome = async {
             // The refusal: the scheduler places the pod on a node whose kubelet is down
-            // (still Ready for 40 s) and the only schedulable one; the label goes before the
+            // (still Ready for 40 s; its containers, a webhook replica among them, keep
+            // serving) and the only schedulable one; the label goes before the
             // kubelet comes back, and a restarted kubelet admits pods against the node it
             // reads then, so it refuses with NodeAffinity.
-            let stopped = StoppedNode::stop(&refusing)?;
+            let stopped = StoppedNode::stop_kubelet(&refusing)?;
             cordon(&nodes, &other, true).await?;
             let ws = workspace(
                 "sven",
@@ -355,6 +357,7 @@ async fn set_allocatable_pods(nodes: &Api<Node>, node: &str, pods: &str) -> anyh
 #[ignore = "disruptive: a node takes no new pod for a moment; test-all runs it alone with --ignored"]
 async fn a_full_node_is_transient_and_the_workspace_starts_once_it_has_room() {
     with_namespace("outofpods", |client, ns| async move {
+        wait_settled(&client).await?;
         let nodes: Api<Node> = Api::all(client.clone());
         let node = SECOND_NODE;
         let room = nodes

@@ -13,7 +13,7 @@ use kube::api::{Api, ListParams, PostParams};
 use kube::{Client, ResourceExt};
 use lifeguard_api::Workspace;
 use lifeguard_api::names::{NODE_CONDITION, NODE_TAINT_KEY, POD_FINALIZER, WORKSPACE_FINALIZER};
-use lifeguard_e2e::{BUSYBOX_IMAGE, apply_crds, client, poll_until, unique_name};
+use lifeguard_e2e::{BUSYBOX_IMAGE, apply_crds, client, poll_until, unique_name, wait_settled};
 use serde_json::json;
 
 fn repo() -> PathBuf {
@@ -103,6 +103,7 @@ async fn a_running_workspace(client: &Client, ns: &str) -> anyhow::Result<()> {
 async fn the_documented_uninstall_leaves_nothing_stuck_and_local_up_reinstalls()
 -> anyhow::Result<()> {
     let client = client().await?;
+    wait_settled(&client).await?;
     apply_crds(&client).await?;
     let ns = unique_name("e2e-uninstall");
     a_running_workspace(&client, &ns).await?;

@@ -17,7 +17,7 @@ use kube::{Client, ResourceExt};
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
     Admissions, Component, LIFEGUARD_NAMESPACE, Rejector, apply_crds, declared_container,
-    node_name, poll_until, sleeping_workspace, unique_name, with_namespace,
+    node_name, poll_until, sleeping_workspace, unique_name, wait_settled, with_namespace,
 };
 use serde_json::json;
 
@@ -83,6 +83,7 @@ fn phase(ws: &Workspace) -> Option<WorkspacePhase> {
 #[ignore = "disruptive: test-all runs it alone with --ignored --test-threads 1"]
 async fn a_rolling_update_fails_no_admission_and_loses_no_recreation() {
     with_namespace("upgrade", |client, ns| async move {
+        wait_settled(&client).await?;
         apply_crds(&client).await?;
         let mut originals = BTreeMap::new();
         for component in [Component::Webhook, Component::Controller] {

@@ -21,7 +21,7 @@ pub enum StopAction {
     Patch(Value, String),
 }
 
-pub fn plan(window: &MaintenanceWindow, now: Timestamp) -> Result<StopAction> {
+pub fn stop_action(window: &MaintenanceWindow, now: Timestamp) -> Result<StopAction> {
     let compiled = CompiledWindow::compile(window)?;
     if compiled.suspend {
         return Ok(StopAction::Nothing("is already suspended".into()));
@@ -97,7 +97,7 @@ mod tests {
             ),
         ];
         for (spec, want) in cases {
-            match (plan(&window(spec.clone()), now), want) {
+            match (stop_action(&window(spec.clone()), now), want) {
                 (Ok(StopAction::Patch(patch, _)), Ok(w)) => assert_eq!(patch, w, "{spec}"),
                 (Ok(StopAction::Nothing(why)), Err(part)) => {
                     assert!(why.contains(part), "{spec}: {why}")
@@ -105,7 +105,7 @@ mod tests {
                 (got, want) => panic!("{spec}: got {got:?}, want {want:?}"),
             }
         }
-        let invalid = plan(&window(json!({"start": "soon"})), now);
+        let invalid = stop_action(&window(json!({"start": "soon"})), now);
         assert!(matches!(invalid, Err(Error::Invalid(_))), "{invalid:?}");
     }
 }

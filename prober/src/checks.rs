@@ -12,12 +12,12 @@ use crate::volume;
 use crate::watchdog::{Watchdog, Watched};
 
 #[derive(Debug, Clone)]
-pub struct Schedule {
+pub struct Cadence {
     pub interval: Duration,
     pub retry: Duration,
 }
 
-impl Schedule {
+impl Cadence {
     async fn pause(&self, outcome: &Outcome) {
         tokio::time::sleep(next_delay(outcome, self.interval, self.retry, jitter())).await;
     }
@@ -49,7 +49,7 @@ pub async fn volume_loop(
     rule: StorageRule,
     deadline: Duration,
     ttl: Duration,
-    schedule: Schedule,
+    schedule: Cadence,
 ) {
     let mut dog = Watchdog::new("volume-check");
     let ttl_secs = ttl.as_secs() as i64;
@@ -95,7 +95,7 @@ pub async fn volume_loop(
     }
 }
 
-pub async fn container_loop(shared: Arc<Shared>, probe: ContainerProbe, schedule: Schedule) {
+pub async fn container_loop(shared: Arc<Shared>, probe: ContainerProbe, schedule: Cadence) {
     loop {
         match probe.sweep(unix_now()).await {
             Ok(0) => {}

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use kube::Client;
 
-use crate::checks::Schedule;
+use crate::checks::Cadence;
 use crate::config::Config;
 use crate::container::ContainerProbe;
 use crate::metrics::Metrics;
@@ -77,7 +77,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     );
     tokio::spawn(reporter.run(published));
 
-    let schedule = Schedule {
+    let schedule = Cadence {
         interval: config.interval,
         retry: config.retry(),
     };

@@ -11,7 +11,7 @@ use lifeguard_api::validation::{validate_maintenance_window_object, validate_wor
 use lifeguard_api::window::CompiledWindow;
 use serde_json::{Value, json};
 
-use crate::review::{AdmissionRequest, Operation, Outcome};
+use crate::review::{AdmissionRequest, Answer, Operation};
 
 /// What the handler learnt about the request's namespace before deciding.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,7 +24,7 @@ pub enum NamespaceLabels {
 }
 
 /// Everything a validation decision may look at besides the request itself.
-pub struct Context<'a> {
+pub struct Inputs<'a> {
     pub windows: &'a [CompiledWindow],
     /// Labels of the request's namespace. A gate fails closed: while they are unknown, an
     /// active window with a `namespaceSelector` is taken to cover the namespace.
@@ -66,13 +66,13 @@ fn labels(object: Option<&Value>) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
-pub fn validate(request: &AdmissionRequest, ctx: &Context) -> Outcome {
+pub fn validate(request: &AdmissionRequest, ctx: &Inputs) -> Answer {
     let writes = matches!(request.operation, Operation::Create | Operation::Update);
     let subject = subject(request);
     if matches!(subject, Subject::Workspace | Subject::MaintenanceWindow)
         && metadata_only_or_deleting(request)
     {
-        return Outcome::Allow;
+        return Answer::Allow;
     }
     match subject {
         Subject::Workspace if writes => {
@@ -85,19 +85,19 @@ pub fn validate(request: &AdmissionRequest, ctx: &Context) -> Outcome {
             if request.operation == Operation::Create {
                 return gate(request, ctx, false);
             }
-            Outcome::Allow
+            Answer::Allow
         }
         Subject::MaintenanceWindow if writes => match &request.object {
             None => invalid("the request carries no MaintenanceWindow object".into()),
             Some(object) => match validate_maintenance_window_object(object) {
-                Ok(()) => Outcome::Allow,
+                Ok(()) => Answer::Allow,
                 Err(errors) => invalid(format!("invalid MaintenanceWindow: {errors}")),
             },
         },
         Subject::WorkspacePod if request.operation == Operation::Create => {
             gate(request, ctx, is_recreation(request, ctx))
         }
-        _ => Outcome::Allow,
+        _ => Answer::Allow,
     }
 }
 
@@ -126,7 +126,7 @@ fn metadata_only_or_deleting(request: &AdmissionRequest) -> bool {
 /// counts, whatever annotations it carries. Template keys under `lifeguard.dev/` are
 /// refused by validation and dropped by the controller, so a Workspace author cannot set
 /// either marker; the requester must also be one of `--recreation-user`.
-fn is_recreation(request: &AdmissionRequest, ctx: &Context) -> bool {
+fn is_recreation(request: &AdmissionRequest, ctx: &Inputs) -> bool {
     let Some(object) = &request.object else {
         return false;
     };
@@ -174,7 +174,7 @@ fn workspace_labels(request: &AdmissionRequest) -> BTreeMap<String, String> {
 }
 
 /// Denies while a covering window is active; names the window that stays longest.
-fn gate(request: &AdmissionRequest, ctx: &Context, recreation: bool) -> Outcome {
+fn gate(request: &AdmissionRequest, ctx: &Inputs, recreation: bool) -> Answer {
     let workspace_labels = workspace_labels(request);
     let covers = |w: &CompiledWindow| match ctx.namespace {
         NamespaceLabels::Known(labels) => w.covers(labels, &workspace_labels),
@@ -188,7 +188,7 @@ fn gate(request: &AdmissionRequest, ctx: &Context, recreation: bool) -> Outcome 
         .filter_map(|w| w.active_at(ctx.now).map(|occurrence| (w, occurrence)))
         .max_by_key(|(_, occurrence)| occurrence.end);
     let Some((window, occurrence)) = blocking else {
-        return Outcome::Allow;
+        return Answer::Allow;
     };
     let what = match request.kind.as_str() {
         "Pod" => "workspace pods",
@@ -210,15 +210,15 @@ fn gate(request: &AdmissionRequest, ctx: &Context, recreation: bool) -> Outcome 
             " (the labels of namespace {namespace:?} could not be read: {reason}; the window's namespaceSelector is assumed to match until they can)"
         ));
     }
-    Outcome::Deny {
+    Answer::Deny {
         code: 403,
         reason: "Forbidden",
         message,
     }
 }
 
-fn invalid(message: String) -> Outcome {
-    Outcome::Deny {
+fn invalid(message: String) -> Answer {
+    Answer::Deny {
         code: 422,
         reason: "Invalid",
         message,
@@ -226,8 +226,8 @@ fn invalid(message: String) -> Outcome {
 }
 
 /// A JSON Patch of one `add` at the path made of `tokens` (escaped as JSON Pointer needs).
-fn add(tokens: &[&str], value: Value) -> Outcome {
-    Outcome::Patch(json_patch::Patch(vec![json_patch::PatchOperation::Add(
+fn add(tokens: &[&str], value: Value) -> Answer {
+    Answer::Patch(json_patch::Patch(vec![json_patch::PatchOperation::Add(
         json_patch::AddOperation {
             path: json_patch::jsonptr::PointerBuf::from_tokens(tokens.iter().copied()),
             value,
@@ -237,9 +237,9 @@ fn add(tokens: &[&str], value: Value) -> Outcome {
 
 /// Stamps the disposal finalizer on a workspace pod at creation, keeping every other
 /// finalizer where it is.
-pub fn mutate(request: &AdmissionRequest) -> Outcome {
+pub fn mutate(request: &AdmissionRequest) -> Answer {
     if request.operation != Operation::Create || subject(request) != Subject::WorkspacePod {
-        return Outcome::Allow;
+        return Answer::Allow;
     }
     let finalizers = request
         .object
@@ -247,10 +247,10 @@ pub fn mutate(request: &AdmissionRequest) -> Outcome {
         .and_then(|o| o.pointer("/metadata/finalizers"));
     match finalizers {
         None | Some(Value::Null) => add(&["metadata", "finalizers"], json!([POD_FINALIZER])),
-        Some(Value::Array(list)) if list.iter().any(|f| f == POD_FINALIZER) => Outcome::Allow,
+        Some(Value::Array(list)) if list.iter().any(|f| f == POD_FINALIZER) => Answer::Allow,
         Some(Value::Array(_)) => add(&["metadata", "finalizers", "-"], json!(POD_FINALIZER)),
         // The API server would refuse this pod anyway; leave the error to it.
-        Some(_) => Outcome::Allow,
+        Some(_) => Answer::Allow,
     }
 }
 

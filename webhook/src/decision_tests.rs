@@ -7,8 +7,8 @@ use lifeguard_api::MaintenanceWindow;
 use lifeguard_api::window::CompiledWindow;
 use serde_json::{Value, json};
 
-use crate::decision::{Context, NamespaceLabels, mutate, validate};
-use crate::review::{AdmissionRequest, Operation, Outcome};
+use crate::decision::{Inputs, NamespaceLabels, mutate, validate};
+use crate::review::{AdmissionRequest, Answer, Operation};
 
 const NOW: &str = "2026-12-01T22:30:00Z";
 
@@ -76,11 +76,11 @@ enum Expect {
     DenyInvalid,
 }
 
-fn verdict(outcome: &Outcome) -> Expect {
+fn verdict(outcome: &Answer) -> Expect {
     match outcome {
-        Outcome::Allow | Outcome::Patch(_) => Expect::Allow,
-        Outcome::Deny { code: 403, .. } => Expect::DenyMaintenance,
-        Outcome::Deny { .. } => Expect::DenyInvalid,
+        Answer::Allow | Answer::Patch(_) => Expect::Allow,
+        Answer::Deny { code: 403, .. } => Expect::DenyMaintenance,
+        Answer::Deny { .. } => Expect::DenyInvalid,
     }
 }
 
@@ -360,7 +360,7 @@ fn validation_decisions() {
     ];
     let labels = NamespaceLabels::Known(BTreeMap::from([("env".to_string(), "dev".to_string())]));
     for (name, request, windows, users, expected) in cases {
-        let context = Context {
+        let context = Inputs {
             windows,
             namespace: &labels,
             now: NOW.parse::<Timestamp>().expect("time"),
@@ -373,7 +373,7 @@ fn validation_decisions() {
 #[test]
 fn denial_names_the_window_its_message_and_its_end() {
     let windows = vec![upgrade_window()];
-    let context = Context {
+    let context = Inputs {
         windows: &windows,
         namespace: &NamespaceLabels::Known(BTreeMap::new()),
         now: NOW.parse::<Timestamp>().expect("time"),
@@ -388,7 +388,7 @@ fn denial_names_the_window_its_message_and_its_end() {
         ),
         &context,
     );
-    let Outcome::Deny { message, .. } = outcome else {
+    let Answer::Deny { message, .. } = outcome else {
         panic!("expected a denial, got {outcome:?}");
     };
     assert!(message.contains("\"upgrade\""), "{message}");
@@ -398,7 +398,7 @@ fn denial_names_the_window_its_message_and_its_end() {
 
 #[test]
 fn invalid_objects_are_denied_with_the_reason() {
-    let context = Context {
+    let context = Inputs {
         windows: &[],
         namespace: &NamespaceLabels::Known(BTreeMap::new()),
         now: NOW.parse::<Timestamp>().expect("time"),
@@ -414,7 +414,7 @@ fn invalid_objects_are_denied_with_the_reason() {
         ),
         &context,
     );
-    let Outcome::Deny { message, code, .. } = outcome else {
+    let Answer::Deny { message, code, .. } = outcome else {
         panic!("expected a denial, got {outcome:?}");
     };
     assert_eq!(code, 422);
@@ -429,7 +429,7 @@ fn finalizer_stamping() {
         pod["metadata"]["finalizers"] = finalizers;
         request("", "Pod", Operation::Create, pod)
     };
-    let cases: Vec<(&str, AdmissionRequest, Outcome)> = vec![
+    let cases: Vec<(&str, AdmissionRequest, Answer)> = vec![
         (
             "no finalizers",
             request(
@@ -452,7 +452,7 @@ fn finalizer_stamping() {
         (
             "already stamped",
             pod_with(json!(["example.com/keep", "lifeguard.dev/disposal"])),
-            Outcome::Allow,
+            Answer::Allow,
         ),
         (
             "null finalizers",
@@ -469,7 +469,7 @@ fn finalizer_stamping() {
                 Operation::Create,
                 workspace_pod(json!({"app": "x"}), json!({}), json!([])),
             ),
-            Outcome::Allow,
+            Answer::Allow,
         ),
         (
             "update is left alone",
@@ -479,7 +479,7 @@ fn finalizer_stamping() {
                 Operation::Update,
                 workspace_pod(ws.clone(), json!({}), json!([])),
             ),
-            Outcome::Allow,
+            Answer::Allow,
         ),
         (
             "a Workspace is not a pod",
@@ -489,7 +489,7 @@ fn finalizer_stamping() {
                 Operation::Create,
                 workspace("alice"),
             ),
-            Outcome::Allow,
+            Answer::Allow,
         ),
     ];
     for (name, request, expected) in cases {
@@ -570,7 +570,7 @@ fn workspace_selector_sees_the_workspace_labels_on_both_paths() {
         ),
     ];
     for (name, request, expected) in cases {
-        let context = Context {
+        let context = Inputs {
             windows: &windows,
             namespace: &NamespaceLabels::Known(BTreeMap::new()),
             now: NOW.parse::<Timestamp>().expect("time"),
@@ -667,7 +667,7 @@ fn unknown_namespace_labels_fail_closed_for_namespace_selectors() {
         ),
     ];
     for (what, windows, namespace, expected, facts) in cases {
-        let context = Context {
+        let context = Inputs {
             windows: &windows,
             namespace,
             now: NOW.parse::<Timestamp>().expect("time"),
@@ -675,7 +675,7 @@ fn unknown_namespace_labels_fail_closed_for_namespace_selectors() {
         };
         let outcome = validate(&ws(), &context);
         assert_eq!(verdict(&outcome), expected, "{what}");
-        if let Outcome::Deny { message, .. } = &outcome {
+        if let Answer::Deny { message, .. } = &outcome {
             for fact in facts {
                 assert!(message.contains(fact), "{what}: {message:?} lacks {fact:?}");
             }
@@ -684,6 +684,6 @@ fn unknown_namespace_labels_fail_closed_for_namespace_selectors() {
 }
 
 /// A JSON Patch of the one operation `op`, as the tests write it.
-fn patch(op: Value) -> Outcome {
-    Outcome::Patch(serde_json::from_value(json!([op])).expect("JSON Patch literal"))
+fn patch(op: Value) -> Answer {
+    Answer::Patch(serde_json::from_value(json!([op])).expect("JSON Patch literal"))
 }

@@ -5,8 +5,8 @@
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
-use crate::decision::{Context, NamespaceLabels, validate};
-use crate::review::{self, Outcome};
+use crate::decision::{Inputs, NamespaceLabels, validate};
+use crate::review::{self, Answer};
 
 /// Rejected by validation: a Workspace needs at least one container.
 fn invalid_spec() -> Value {
@@ -36,10 +36,10 @@ fn review(kind: &str, operation: &str, object: Value, old: Option<Value>) -> Vec
         .into_bytes()
 }
 
-fn decide(body: &[u8]) -> Outcome {
+fn decide(body: &[u8]) -> Answer {
     let request = review::parse(body).expect("a well-formed review");
     let namespace = NamespaceLabels::Known(Default::default());
-    let context = Context {
+    let context = Inputs {
         windows: &[],
         namespace: &namespace,
         now: Timestamp::UNIX_EPOCH,
@@ -48,8 +48,8 @@ fn decide(body: &[u8]) -> Outcome {
     validate(&request, &context)
 }
 
-fn allowed(outcome: &Outcome) -> bool {
-    matches!(outcome, Outcome::Allow)
+fn allowed(outcome: &Answer) -> bool {
+    matches!(outcome, Answer::Allow)
 }
 
 /// (what, kind, operation, object, oldObject, allowed?)
@@ -154,7 +154,7 @@ fn updates_that_keep_the_spec_or_delete_skip_validation() {
         assert_eq!(allowed(&outcome), expect_allowed, "{what}: {outcome:?}");
         if !expect_allowed {
             assert!(
-                matches!(&outcome, Outcome::Deny { code: 422, .. }),
+                matches!(&outcome, Answer::Deny { code: 422, .. }),
                 "{what}: denied as invalid, got {outcome:?}"
             );
         }

@@ -15,9 +15,9 @@ use serde_json::json;
 use crate::body::{BodyBudget, BodyError};
 use crate::cache::Caches;
 use crate::certs::CertStore;
-use crate::decision::{self, Context};
+use crate::decision::{self, Inputs};
 use crate::metrics::Metrics;
-use crate::review::{self, AdmissionRequest, Outcome};
+use crate::review::{self, AdmissionRequest, Answer};
 
 #[derive(Clone)]
 pub struct AppState {
@@ -168,7 +168,7 @@ async fn admit(state: &AppState, webhook: Webhook, body: &[u8]) -> Response {
         .latency
         .with_label_values(&[webhook.label()])
         .observe(started.elapsed().as_secs_f64());
-    if let Outcome::Deny { message, .. } = &outcome {
+    if let Answer::Deny { message, .. } = &outcome {
         tracing::info!(
             uid = %request.uid, kind = %request.kind, namespace = ?request.namespace,
             name = ?request.name, user = %request.username, %message, "denied"
@@ -177,7 +177,7 @@ async fn admit(state: &AppState, webhook: Webhook, body: &[u8]) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-async fn decide(state: &AppState, webhook: Webhook, request: &AdmissionRequest) -> Outcome {
+async fn decide(state: &AppState, webhook: Webhook, request: &AdmissionRequest) -> Answer {
     match webhook {
         Webhook::Mutate => decision::mutate(request),
         Webhook::Validate => {
@@ -187,7 +187,7 @@ async fn decide(state: &AppState, webhook: Webhook, request: &AdmissionRequest) 
                 .namespace_labels(request.namespace.as_deref())
                 .await;
             let windows = state.caches.windows();
-            let context = Context {
+            let context = Inputs {
                 windows: &windows,
                 namespace: &namespace,
                 now: Timestamp::now(),

@@ -2,8 +2,8 @@
 //! well-formed review gets a response for its own uid.
 
 use jiff::Timestamp;
-use lifeguard_webhook::decision::{Context, NamespaceLabels, mutate, validate};
-use lifeguard_webhook::review::{self, Outcome};
+use lifeguard_webhook::decision::{Inputs, NamespaceLabels, mutate, validate};
+use lifeguard_webhook::review::{self, Answer};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -49,7 +49,7 @@ fn arbitrary_json() -> impl Strategy<Value = Value> {
 
 fn decide_all(body: &[u8]) {
     if let Ok(request) = review::parse(body) {
-        let context = Context {
+        let context = Inputs {
             windows: &[],
             namespace: &NamespaceLabels::Known(Default::default()),
             now: Timestamp::now(),
@@ -62,7 +62,7 @@ fn decide_all(body: &[u8]) {
                 response["response"]["uid"],
                 Value::from(request.uid.clone())
             );
-            if let Outcome::Deny { message, .. } = outcome {
+            if let Answer::Deny { message, .. } = outcome {
                 assert!(!message.is_empty());
             }
         }

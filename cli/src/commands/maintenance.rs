@@ -140,7 +140,7 @@ fn started_line(window: &MaintenanceWindow, now: Timestamp) -> String {
 pub async fn stop(client: Client, name: &str, format: Format) -> Result<()> {
     let api: Api<MaintenanceWindow> = Api::all(client);
     let window = get(&api, name).await?;
-    let (updated, what) = match crate::stop::plan(&window, Timestamp::now())? {
+    let (updated, what) = match crate::stop::stop_action(&window, Timestamp::now())? {
         StopAction::Nothing(why) => (window, why),
         StopAction::Patch(patch, what) => {
             let updated = api

@@ -80,8 +80,9 @@ pub const IDLE_POLL: Duration = Duration::from_secs(300);
 /// While a window gives notice, how often the count of notified workspaces is refreshed.
 pub const NOTICE_POLL: Duration = Duration::from_secs(5);
 
-/// The first half of a window's plan, before the workspaces are looked at.
-pub enum Schedule {
+/// The first half of a window's plan, before the workspaces are looked at: whether the spec
+/// compiles, and if it does, what its schedule says at `now`.
+pub enum SpecCheck {
     /// The spec does not compile: the status says why; look again in `IDLE_POLL`.
     Invalid(Box<MaintenanceWindowStatus>),
     Valid(Box<ValidWindow>),
@@ -152,7 +153,7 @@ fn occurrence(o: Occurrence) -> OccurrenceStatus {
 }
 
 /// The status a window's spec and schedule give at `now`.
-pub fn schedule(mw: &MaintenanceWindow, now: Timestamp) -> Schedule {
+pub fn check_spec(mw: &MaintenanceWindow, now: Timestamp) -> SpecCheck {
     let generation = mw.metadata.generation;
     let mut status = mw.status.clone().unwrap_or_default();
     let window = match CompiledWindow::compile(mw) {
@@ -169,7 +170,7 @@ pub fn schedule(mw: &MaintenanceWindow, now: Timestamp) -> Schedule {
                 now,
             );
             status.active = false;
-            return Schedule::Invalid(Box::new(status));
+            return SpecCheck::Invalid(Box::new(status));
         }
     };
     set_condition(
@@ -204,7 +205,7 @@ pub fn schedule(mw: &MaintenanceWindow, now: Timestamp) -> Schedule {
         .conditions
         .iter()
         .any(|c| c.type_ == condition::DRAINED && c.status == "True");
-    Schedule::Valid(Box::new(ValidWindow {
+    SpecCheck::Valid(Box::new(ValidWindow {
         draining: draining(&window, now),
         noticing: window.noticed_occurrence(now).is_some(),
         requeue: until_change.clamp(Duration::from_secs(1), IDLE_POLL),
@@ -375,9 +376,9 @@ mod tests {
             json!({"metadata": {"name": "upgrade", "generation": 2}, "spec": spec, "status": status}),
         )
         .expect("window literal");
-        match schedule(&mw, now) {
-            Schedule::Valid(valid) => *valid,
-            Schedule::Invalid(status) => panic!("invalid: {status:?}"),
+        match check_spec(&mw, now) {
+            SpecCheck::Valid(valid) => *valid,
+            SpecCheck::Invalid(status) => panic!("invalid: {status:?}"),
         }
     }
 
@@ -390,7 +391,7 @@ mod tests {
         }))
         .expect("window literal");
         let now: Timestamp = "2026-12-01T22:30:00Z".parse().expect("time");
-        let Schedule::Invalid(status) = schedule(&mw, now) else {
+        let SpecCheck::Invalid(status) = check_spec(&mw, now) else {
             panic!("a bad schedule is invalid");
         };
         assert!(!status.active);

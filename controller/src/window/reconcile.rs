@@ -19,7 +19,7 @@ use lifeguard_api::{MaintenanceWindow, Workspace};
 use lifeguard_runtime::pages::Pages;
 use serde_json::json;
 
-use super::plan::{self, IDLE_POLL, Schedule, Survey, ValidWindow};
+use super::plan::{self, IDLE_POLL, SpecCheck, Survey, ValidWindow};
 use crate::metrics::Metrics;
 use crate::{Context, Error, FIELD_MANAGER};
 
@@ -66,12 +66,12 @@ pub async fn reconcile_window(
     let windows: Api<MaintenanceWindow> = Api::all(ctx.client.clone());
     let name = mw.name_any();
     let now = Timestamp::now();
-    let valid = match plan::schedule(&mw, now) {
-        Schedule::Invalid(status) => {
+    let valid = match plan::check_spec(&mw, now) {
+        SpecCheck::Invalid(status) => {
             write_status(&windows, &name, &status).await?;
             return Ok(Requeue::requeue(IDLE_POLL));
         }
-        Schedule::Valid(valid) => *valid,
+        SpecCheck::Valid(valid) => *valid,
     };
     let survey = survey(&ctx, &valid).await?;
     if let Some(drain) = &survey.drain {

@@ -107,7 +107,7 @@ async fn serve_lifeguard(listener: TcpListener, acceptor: TlsAcceptor, state: Ap
     use lifeguard_webhook::body::BodyBudget;
     use lifeguard_webhook::conn::{ConnLimits, serve_tls};
     // The production defaults of every limit.
-    let config = lifeguard_webhook::cli::Config::parse_from(["lifeguard-webhook"]);
+    let config = lifeguard_webhook::flags::Config::parse_from(["lifeguard-webhook"]);
     let metrics = state.metrics.clone();
     let app = lifeguard_webhook::server::admission_router(state, BodyBudget::from_config(&config));
     let limits = ConnLimits::from_config(&config);

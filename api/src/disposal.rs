@@ -2,6 +2,7 @@
 //! agent's answer on the pod means. Pure.
 
 use crate::names::{DISPOSAL_CONFIRMATION_ANNOTATION, DISPOSAL_RESULT_ANNOTATION};
+use k8s_openapi::api::core::v1::Pod;
 use std::collections::BTreeMap;
 
 /// The value of [`DISPOSAL_CONFIRMATION_ANNOTATION`] on a pod whose disposal waits for it.
@@ -13,6 +14,18 @@ pub enum DisposalResult {
     Saved,
     /// The agent could not save it (its words, or why its answer was not understood).
     Failed(String),
+}
+
+/// Whether any container of `pod` still runs: its work is not done being written while one
+/// does, so neither the controller's release nor an agent's answer may come before.
+pub fn any_container_running(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()))
+        })
 }
 
 /// Whether a pod with these annotations waits for its agent's confirmation.

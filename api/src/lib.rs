@@ -17,10 +17,3 @@ pub mod workspace;
 
 pub use maintenance::{MaintenanceWindow, MaintenanceWindowSpec, MaintenanceWindowStatus};
 pub use workspace::{Workspace, WorkspacePhase, WorkspaceSpec, WorkspaceStatus};
-
-#[cfg(test)]
-mod notice_tests;
-#[cfg(test)]
-mod schedule_tests;
-#[cfg(test)]
-mod validation_tests;

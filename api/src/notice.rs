@@ -99,3 +99,7 @@ pub fn next_change<'a>(
         .filter_map(|w| w.next_notice_change(t))
         .min()
 }
+
+#[cfg(test)]
+#[path = "notice_tests.rs"]
+mod notice_tests;

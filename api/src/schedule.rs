@@ -175,3 +175,7 @@ impl Schedule {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "schedule_tests.rs"]
+mod schedule_tests;

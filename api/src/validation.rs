@@ -447,3 +447,7 @@ pub fn validate_maintenance_window_object(obj: &Value) -> Result<(), ValidationE
     let spec: MaintenanceWindowSpec = decode(obj, "spec")?;
     validate_maintenance_window(&spec)
 }
+
+#[cfg(test)]
+#[path = "validation_tests.rs"]
+mod validation_tests;

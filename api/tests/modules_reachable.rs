@@ -281,3 +281,102 @@ fn decl(name: &str, path: Option<&str>) -> ModDecl {
         path: path.map(str::to_string),
     }
 }
+
+/// (declaring file, declared file) for every `mod` reachable from `roots`.
+fn declarations(roots: &BTreeSet<PathBuf>) -> Vec<(PathBuf, PathBuf)> {
+    let mut pairs = Vec::new();
+    let mut seen = BTreeSet::new();
+    let mut stack: Vec<PathBuf> = roots.iter().cloned().collect();
+    while let Some(file) = stack.pop() {
+        if !seen.insert(file.clone()) {
+            continue;
+        }
+        let source = fs::read_to_string(&file).unwrap_or_default();
+        for decl in mod_decls(&source) {
+            if let Some(found) = candidates(&file, &decl, roots)
+                .into_iter()
+                .find(|c| c.is_file())
+            {
+                pairs.push((file.clone(), found.clone()));
+                stack.push(found);
+            }
+        }
+    }
+    pairs
+}
+
+/// Whether `tests` (an `x_tests.rs`) is declared by the code it tests: `x.rs` (or
+/// `x_more_tests.rs` by `x.rs`) beside it, or the module whose directory it sits in.
+fn declared_by_its_subject(declarer: &Path, tests: &Path) -> bool {
+    let stem = |p: &Path| {
+        p.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let subject = stem(declarer);
+    let beside = declarer.parent() == tests.parent()
+        && !matches!(subject.as_str(), "lib" | "main" | "mod")
+        && stem(tests).starts_with(&format!("{subject}_"));
+    let inside = tests
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|dir| dir.to_string_lossy() == subject);
+    beside || inside
+}
+
+#[test]
+fn test_modules_are_declared_next_to_the_code_they_test() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap_or_else(|| panic!("the api crate sits in the workspace"));
+    let test_modules: Vec<(PathBuf, PathBuf)> = members(workspace)
+        .iter()
+        .flat_map(|p| declarations(&crate_roots(p)))
+        .filter(|(_, declared)| stem_ends_with_tests(declared))
+        .collect();
+    assert!(
+        test_modules.len() >= 20,
+        "found only {} test modules: is the walk broken?",
+        test_modules.len()
+    );
+    let misplaced: Vec<String> = test_modules
+        .into_iter()
+        .filter(|(declarer, declared)| !declared_by_its_subject(declarer, declared))
+        .map(|(declarer, declared)| {
+            format!("{} declares {}", declarer.display(), declared.display())
+        })
+        .collect();
+    assert!(
+        misplaced.is_empty(),
+        "declare each x_tests.rs in x.rs, next to the code it tests: {misplaced:?}"
+    );
+}
+
+fn stem_ends_with_tests(file: &Path) -> bool {
+    file.file_stem()
+        .is_some_and(|s| s.to_string_lossy().ends_with("_tests"))
+        && file.components().any(|c| c.as_os_str() == "src")
+}
+
+#[test]
+fn a_test_module_belongs_to_the_file_beside_it_or_its_directory() {
+    let cases = [
+        ("w/src/plan.rs", "w/src/plan_tests.rs", true),
+        ("w/src/plan.rs", "w/src/plan_create_tests.rs", true),
+        ("w/src/lib.rs", "w/src/plan_tests.rs", false),
+        ("w/src/reconcile.rs", "w/src/plan_tests.rs", false),
+        (
+            "w/src/podspec.rs",
+            "w/src/podspec/avoid_node_tests.rs",
+            true,
+        ),
+        ("w/src/other.rs", "w/src/podspec/avoid_node_tests.rs", false),
+    ];
+    for (declarer, tests, want) in cases {
+        assert_eq!(
+            declared_by_its_subject(Path::new(declarer), Path::new(tests)),
+            want,
+            "{declarer} -> {tests}"
+        );
+    }
+}

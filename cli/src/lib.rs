@@ -1,11 +1,11 @@
 //! `lifeguard`, the command-line tool: schedule maintenance windows, watch drains, list
 //! workspaces. Pure modules decide and render; `commands` does the I/O.
 
-pub mod args;
 pub mod cluster;
 mod commands;
 pub mod drain;
 pub mod error;
+pub mod flags;
 pub mod manifest;
 pub mod nodes;
 pub mod output;
@@ -23,7 +23,7 @@ pub use error::{Error, exit};
 
 /// The whole program; `main.rs` only calls this.
 pub fn main() -> ExitCode {
-    let cli = match args::Cli::try_parse() {
+    let cli = match flags::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
             // Help and --version land here too, with exit code 0.

@@ -2,9 +2,9 @@
 //! after scheduling, and releases the disposal finalizer only once a pod's end is recorded.
 
 pub mod backoff;
-pub mod config;
 pub mod disposal;
 pub mod finalizers;
+pub mod flags;
 pub mod leader;
 pub mod memory;
 pub mod metrics;
@@ -26,6 +26,7 @@ pub use run::run;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+use kube::runtime::controller::Action as Requeue;
 use kube::runtime::events::Reporter;
 
 use crate::metrics::Metrics;
@@ -49,6 +50,20 @@ pub struct Context {
     /// Node readiness (`nodes`), and whether its first list is in.
     pub nodes: NodeStore,
     pub nodes_ready: Arc<AtomicBool>,
+}
+
+impl Context {
+    /// What both reconcilers do when one fails: count it by reason, say so, and look again
+    /// soon (at once, nearly, after a conflict: a fresh read resolves it).
+    pub fn retry_after(&self, error: &Error, kind: &str, name: &str) -> Requeue {
+        self.metrics
+            .reconciles
+            .with_label_values(&[error.reason()])
+            .inc();
+        tracing::warn!(%kind, %name, %error, "reconcile failed; retrying");
+        let wait = if error.reason() == "conflict" { 1 } else { 5 };
+        Requeue::requeue(std::time::Duration::from_secs(wait))
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

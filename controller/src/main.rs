@@ -1,5 +1,5 @@
 use clap::Parser;
-use lifeguard_controller::config::Config;
+use lifeguard_controller::flags::Config;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {

@@ -20,7 +20,7 @@ use lifeguard_api::{MaintenanceWindow, Workspace, WorkspacePhase};
 use lifeguard_runtime::ops::{Readiness, always_live};
 use lifeguard_runtime::pages::Pages;
 
-use crate::config::Config;
+use crate::flags::Config;
 use crate::metrics::Metrics;
 use crate::workspace::reconcile::{error_policy, reconcile};
 use crate::{Context, leader, memory, nodes, sweep, window, window_watch};

@@ -53,15 +53,7 @@ pub fn answer(pod: &Pod, verdict: Verdict, now: Timestamp, save_time: SignedDura
     let Some(asked) = pod.metadata.deletion_timestamp.as_ref().map(|t| t.0) else {
         return Answer::NotMine;
     };
-    let running = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .is_some_and(|cs| {
-            cs.iter()
-                .any(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()))
-        });
-    if running {
+    if disposal::any_container_running(pod) {
         return Answer::Wait;
     }
     match verdict {

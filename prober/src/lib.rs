@@ -3,9 +3,9 @@
 //! serves it to kubelet liveness probes, Prometheus and the Node's status.
 
 pub mod checks;
-pub mod config;
 pub mod container;
 pub mod disposal_standin;
+pub mod flags;
 pub mod fleet;
 pub mod metrics;
 pub mod mounts;
@@ -24,8 +24,8 @@ use anyhow::Context as _;
 use kube::Client;
 
 use crate::checks::Cadence;
-use crate::config::Config;
 use crate::container::ContainerProbe;
+use crate::flags::Config;
 use crate::metrics::Metrics;
 use crate::node::{NodeReporter, TaintPolicy};
 use crate::state::Shared;

@@ -1,5 +1,5 @@
 use clap::Parser;
-use lifeguard_prober::config::Config;
+use lifeguard_prober::flags::Config;
 
 // One thread is plenty: checks wait on the network or on their own I/O threads, and the
 // liveness endpoint only reads an atomic. It keeps the sidecar's footprint small.

@@ -12,7 +12,7 @@ use http_body_util::BodyExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
-use crate::cli::Config;
+use crate::flags::Config;
 
 /// At most this much of an oversized or refused body is read and thrown away so the client
 /// sees the error answer; past it the stream is reset instead.

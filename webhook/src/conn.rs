@@ -27,7 +27,7 @@ use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt as _;
 use tower::service_fn;
 
-use crate::cli::Config;
+use crate::flags::Config;
 use crate::metrics::Metrics;
 
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);

@@ -11,7 +11,7 @@ use lifeguard_api::validation::{validate_maintenance_window_object, validate_wor
 use lifeguard_api::window::CompiledWindow;
 use serde_json::{Value, json};
 
-use crate::review::{AdmissionRequest, Answer, Operation};
+use crate::review::{AdmissionRequest, Decision, Operation};
 
 /// What the handler learnt about the request's namespace before deciding.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,13 +66,13 @@ fn labels(object: Option<&Value>) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
-pub fn validate(request: &AdmissionRequest, ctx: &Inputs) -> Answer {
+pub fn validate(request: &AdmissionRequest, ctx: &Inputs) -> Decision {
     let writes = matches!(request.operation, Operation::Create | Operation::Update);
     let subject = subject(request);
     if matches!(subject, Subject::Workspace | Subject::MaintenanceWindow)
         && metadata_only_or_deleting(request)
     {
-        return Answer::Allow;
+        return Decision::Allow;
     }
     match subject {
         Subject::Workspace if writes => {
@@ -85,19 +85,19 @@ pub fn validate(request: &AdmissionRequest, ctx: &Inputs) -> Answer {
             if request.operation == Operation::Create {
                 return gate(request, ctx, false);
             }
-            Answer::Allow
+            Decision::Allow
         }
         Subject::MaintenanceWindow if writes => match &request.object {
             None => invalid("the request carries no MaintenanceWindow object".into()),
             Some(object) => match validate_maintenance_window_object(object) {
-                Ok(()) => Answer::Allow,
+                Ok(()) => Decision::Allow,
                 Err(errors) => invalid(format!("invalid MaintenanceWindow: {errors}")),
             },
         },
         Subject::WorkspacePod if request.operation == Operation::Create => {
             gate(request, ctx, is_recreation(request, ctx))
         }
-        _ => Answer::Allow,
+        _ => Decision::Allow,
     }
 }
 
@@ -174,7 +174,7 @@ fn workspace_labels(request: &AdmissionRequest) -> BTreeMap<String, String> {
 }
 
 /// Denies while a covering window is active; names the window that stays longest.
-fn gate(request: &AdmissionRequest, ctx: &Inputs, recreation: bool) -> Answer {
+fn gate(request: &AdmissionRequest, ctx: &Inputs, recreation: bool) -> Decision {
     let workspace_labels = workspace_labels(request);
     let covers = |w: &CompiledWindow| match ctx.namespace {
         NamespaceLabels::Known(labels) => w.covers(labels, &workspace_labels),
@@ -188,7 +188,7 @@ fn gate(request: &AdmissionRequest, ctx: &Inputs, recreation: bool) -> Answer {
         .filter_map(|w| w.active_at(ctx.now).map(|occurrence| (w, occurrence)))
         .max_by_key(|(_, occurrence)| occurrence.end);
     let Some((window, occurrence)) = blocking else {
-        return Answer::Allow;
+        return Decision::Allow;
     };
     let what = match request.kind.as_str() {
         "Pod" => "workspace pods",
@@ -210,15 +210,15 @@ fn gate(request: &AdmissionRequest, ctx: &Inputs, recreation: bool) -> Answer {
             " (the labels of namespace {namespace:?} could not be read: {reason}; the window's namespaceSelector is assumed to match until they can)"
         ));
     }
-    Answer::Deny {
+    Decision::Deny {
         code: 403,
         reason: "Forbidden",
         message,
     }
 }
 
-fn invalid(message: String) -> Answer {
-    Answer::Deny {
+fn invalid(message: String) -> Decision {
+    Decision::Deny {
         code: 422,
         reason: "Invalid",
         message,
@@ -226,8 +226,8 @@ fn invalid(message: String) -> Answer {
 }
 
 /// A JSON Patch of one `add` at the path made of `tokens` (escaped as JSON Pointer needs).
-fn add(tokens: &[&str], value: Value) -> Answer {
-    Answer::Patch(json_patch::Patch(vec![json_patch::PatchOperation::Add(
+fn add(tokens: &[&str], value: Value) -> Decision {
+    Decision::Patch(json_patch::Patch(vec![json_patch::PatchOperation::Add(
         json_patch::AddOperation {
             path: json_patch::jsonptr::PointerBuf::from_tokens(tokens.iter().copied()),
             value,
@@ -237,9 +237,9 @@ fn add(tokens: &[&str], value: Value) -> Answer {
 
 /// Stamps the disposal finalizer on a workspace pod at creation, keeping every other
 /// finalizer where it is.
-pub fn mutate(request: &AdmissionRequest) -> Answer {
+pub fn mutate(request: &AdmissionRequest) -> Decision {
     if request.operation != Operation::Create || subject(request) != Subject::WorkspacePod {
-        return Answer::Allow;
+        return Decision::Allow;
     }
     let finalizers = request
         .object
@@ -247,10 +247,10 @@ pub fn mutate(request: &AdmissionRequest) -> Answer {
         .and_then(|o| o.pointer("/metadata/finalizers"));
     match finalizers {
         None | Some(Value::Null) => add(&["metadata", "finalizers"], json!([POD_FINALIZER])),
-        Some(Value::Array(list)) if list.iter().any(|f| f == POD_FINALIZER) => Answer::Allow,
+        Some(Value::Array(list)) if list.iter().any(|f| f == POD_FINALIZER) => Decision::Allow,
         Some(Value::Array(_)) => add(&["metadata", "finalizers", "-"], json!(POD_FINALIZER)),
         // The API server would refuse this pod anyway; leave the error to it.
-        Some(_) => Answer::Allow,
+        Some(_) => Decision::Allow,
     }
 }
 

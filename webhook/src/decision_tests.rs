@@ -8,7 +8,7 @@ use lifeguard_api::window::CompiledWindow;
 use serde_json::{Value, json};
 
 use crate::decision::{Inputs, NamespaceLabels, mutate, validate};
-use crate::review::{AdmissionRequest, Answer, Operation};
+use crate::review::{AdmissionRequest, Decision, Operation};
 
 const NOW: &str = "2026-12-01T22:30:00Z";
 
@@ -76,11 +76,11 @@ enum Expect {
     DenyInvalid,
 }
 
-fn verdict(outcome: &Answer) -> Expect {
+fn verdict(outcome: &Decision) -> Expect {
     match outcome {
-        Answer::Allow | Answer::Patch(_) => Expect::Allow,
-        Answer::Deny { code: 403, .. } => Expect::DenyMaintenance,
-        Answer::Deny { .. } => Expect::DenyInvalid,
+        Decision::Allow | Decision::Patch(_) => Expect::Allow,
+        Decision::Deny { code: 403, .. } => Expect::DenyMaintenance,
+        Decision::Deny { .. } => Expect::DenyInvalid,
     }
 }
 
@@ -388,7 +388,7 @@ fn denial_names_the_window_its_message_and_its_end() {
         ),
         &context,
     );
-    let Answer::Deny { message, .. } = outcome else {
+    let Decision::Deny { message, .. } = outcome else {
         panic!("expected a denial, got {outcome:?}");
     };
     assert!(message.contains("\"upgrade\""), "{message}");
@@ -414,7 +414,7 @@ fn invalid_objects_are_denied_with_the_reason() {
         ),
         &context,
     );
-    let Answer::Deny { message, code, .. } = outcome else {
+    let Decision::Deny { message, code, .. } = outcome else {
         panic!("expected a denial, got {outcome:?}");
     };
     assert_eq!(code, 422);
@@ -429,7 +429,7 @@ fn finalizer_stamping() {
         pod["metadata"]["finalizers"] = finalizers;
         request("", "Pod", Operation::Create, pod)
     };
-    let cases: Vec<(&str, AdmissionRequest, Answer)> = vec![
+    let cases: Vec<(&str, AdmissionRequest, Decision)> = vec![
         (
             "no finalizers",
             request(
@@ -452,7 +452,7 @@ fn finalizer_stamping() {
         (
             "already stamped",
             pod_with(json!(["example.com/keep", "lifeguard.dev/disposal"])),
-            Answer::Allow,
+            Decision::Allow,
         ),
         (
             "null finalizers",
@@ -469,7 +469,7 @@ fn finalizer_stamping() {
                 Operation::Create,
                 workspace_pod(json!({"app": "x"}), json!({}), json!([])),
             ),
-            Answer::Allow,
+            Decision::Allow,
         ),
         (
             "update is left alone",
@@ -479,7 +479,7 @@ fn finalizer_stamping() {
                 Operation::Update,
                 workspace_pod(ws.clone(), json!({}), json!([])),
             ),
-            Answer::Allow,
+            Decision::Allow,
         ),
         (
             "a Workspace is not a pod",
@@ -489,7 +489,7 @@ fn finalizer_stamping() {
                 Operation::Create,
                 workspace("alice"),
             ),
-            Answer::Allow,
+            Decision::Allow,
         ),
     ];
     for (name, request, expected) in cases {
@@ -675,7 +675,7 @@ fn unknown_namespace_labels_fail_closed_for_namespace_selectors() {
         };
         let outcome = validate(&ws(), &context);
         assert_eq!(verdict(&outcome), expected, "{what}");
-        if let Answer::Deny { message, .. } = &outcome {
+        if let Decision::Deny { message, .. } = &outcome {
             for fact in facts {
                 assert!(message.contains(fact), "{what}: {message:?} lacks {fact:?}");
             }
@@ -684,6 +684,6 @@ fn unknown_namespace_labels_fail_closed_for_namespace_selectors() {
 }
 
 /// A JSON Patch of the one operation `op`, as the tests write it.
-fn patch(op: Value) -> Answer {
-    Answer::Patch(serde_json::from_value(json!([op])).expect("JSON Patch literal"))
+fn patch(op: Value) -> Decision {
+    Decision::Patch(serde_json::from_value(json!([op])).expect("JSON Patch literal"))
 }

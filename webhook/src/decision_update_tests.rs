@@ -6,7 +6,7 @@ use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use crate::decision::{Inputs, NamespaceLabels, validate};
-use crate::review::{self, Answer};
+use crate::review::{self, Decision};
 
 /// Rejected by validation: a Workspace needs at least one container.
 fn invalid_spec() -> Value {
@@ -36,7 +36,7 @@ fn review(kind: &str, operation: &str, object: Value, old: Option<Value>) -> Vec
         .into_bytes()
 }
 
-fn decide(body: &[u8]) -> Answer {
+fn decide(body: &[u8]) -> Decision {
     let request = review::parse(body).expect("a well-formed review");
     let namespace = NamespaceLabels::Known(Default::default());
     let context = Inputs {
@@ -48,8 +48,8 @@ fn decide(body: &[u8]) -> Answer {
     validate(&request, &context)
 }
 
-fn allowed(outcome: &Answer) -> bool {
-    matches!(outcome, Answer::Allow)
+fn allowed(outcome: &Decision) -> bool {
+    matches!(outcome, Decision::Allow)
 }
 
 /// (what, kind, operation, object, oldObject, allowed?)
@@ -154,7 +154,7 @@ fn updates_that_keep_the_spec_or_delete_skip_validation() {
         assert_eq!(allowed(&outcome), expect_allowed, "{what}: {outcome:?}");
         if !expect_allowed {
             assert!(
-                matches!(&outcome, Answer::Deny { code: 422, .. }),
+                matches!(&outcome, Decision::Deny { code: 422, .. }),
                 "{what}: denied as invalid, got {outcome:?}"
             );
         }

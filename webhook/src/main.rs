@@ -1,5 +1,5 @@
 use clap::Parser;
-use lifeguard_webhook::cli::Config;
+use lifeguard_webhook::flags::Config;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {

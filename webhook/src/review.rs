@@ -312,16 +312,16 @@ impl<'de> Deserialize<'de> for Metadata {
 /// starts from `invalid` (an `admission.k8s.io/v1` response without a uid) and sets the rest.
 pub fn response(
     uid: &str,
-    outcome: &Answer,
+    outcome: &Decision,
 ) -> Result<AdmissionReview<DynamicObject>, SerializePatchError> {
     let mut response = AdmissionResponse::invalid("");
     response.uid = uid.to_owned();
     response.allowed = true;
     response.result = Status::default();
     match outcome {
-        Answer::Allow => {}
-        Answer::Patch(patch) => response = response.with_patch(patch.clone())?,
-        Answer::Deny {
+        Decision::Allow => {}
+        Decision::Patch(patch) => response = response.with_patch(patch.clone())?,
+        Decision::Deny {
             code,
             reason,
             message,
@@ -336,7 +336,7 @@ pub fn response(
 
 /// What the webhook answers for one request.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Answer {
+pub enum Decision {
     Allow,
     Patch(json_patch::Patch),
     Deny {
@@ -346,7 +346,7 @@ pub enum Answer {
     },
 }
 
-impl Answer {
+impl Decision {
     /// Metric label.
     pub fn decision(&self) -> &'static str {
         match self {
@@ -430,14 +430,14 @@ mod tests {
         }
     }
 
-    fn answer(uid: &str, outcome: &Answer) -> Value {
+    fn answer(uid: &str, outcome: &Decision) -> Value {
         let review = response(uid, outcome).expect("a patch serializes");
         serde_json::to_value(review).expect("a review serializes")
     }
 
     #[test]
     fn an_allowed_review_is_admission_v1_with_the_uid() {
-        let body = answer("u-1", &Answer::Allow);
+        let body = answer("u-1", &Decision::Allow);
         assert_eq!(body["apiVersion"], API_VERSION);
         assert_eq!(body["kind"], "AdmissionReview");
         assert_eq!(body["response"]["uid"], "u-1");
@@ -449,7 +449,7 @@ mod tests {
     fn the_patch_carries_the_json_patch_text() {
         let ops = vec![json!({"op": "add", "path": "/metadata/finalizers", "value": ["f"]})];
         let patch = serde_json::from_value(Value::Array(ops.clone())).expect("JSON Patch");
-        let body = answer("u-2", &Answer::Patch(patch));
+        let body = answer("u-2", &Decision::Patch(patch));
         assert_eq!(body["response"]["uid"], "u-2");
         assert_eq!(body["response"]["allowed"], true);
         assert_eq!(body["response"]["patchType"], "JSONPatch");
@@ -463,7 +463,7 @@ mod tests {
 
     #[test]
     fn denial_carries_code_reason_and_message() {
-        let outcome = Answer::Deny {
+        let outcome = Decision::Deny {
             code: 403,
             reason: "Forbidden",
             message: "no".into(),

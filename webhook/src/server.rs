@@ -17,7 +17,7 @@ use crate::cache::Caches;
 use crate::certs::CertStore;
 use crate::decision::{self, Inputs};
 use crate::metrics::Metrics;
-use crate::review::{self, AdmissionRequest, Answer};
+use crate::review::{self, AdmissionRequest, Decision};
 
 #[derive(Clone)]
 pub struct AppState {
@@ -168,7 +168,7 @@ async fn admit(state: &AppState, webhook: Webhook, body: &[u8]) -> Response {
         .latency
         .with_label_values(&[webhook.label()])
         .observe(started.elapsed().as_secs_f64());
-    if let Answer::Deny { message, .. } = &outcome {
+    if let Decision::Deny { message, .. } = &outcome {
         tracing::info!(
             uid = %request.uid, kind = %request.kind, namespace = ?request.namespace,
             name = ?request.name, user = %request.username, %message, "denied"
@@ -177,7 +177,7 @@ async fn admit(state: &AppState, webhook: Webhook, body: &[u8]) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-async fn decide(state: &AppState, webhook: Webhook, request: &AdmissionRequest) -> Answer {
+async fn decide(state: &AppState, webhook: Webhook, request: &AdmissionRequest) -> Decision {
     match webhook {
         Webhook::Mutate => decision::mutate(request),
         Webhook::Validate => {

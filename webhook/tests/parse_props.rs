@@ -3,7 +3,7 @@
 
 use jiff::Timestamp;
 use lifeguard_webhook::decision::{Inputs, NamespaceLabels, mutate, validate};
-use lifeguard_webhook::review::{self, Answer};
+use lifeguard_webhook::review::{self, Decision};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -62,7 +62,7 @@ fn decide_all(body: &[u8]) {
                 response["response"]["uid"],
                 Value::from(request.uid.clone())
             );
-            if let Answer::Deny { message, .. } = outcome {
+            if let Decision::Deny { message, .. } = outcome {
                 assert!(!message.is_empty());
             }
         }

@@ -5,8 +5,8 @@ use kube::{Client, ResourceExt};
 use lifeguard_api::MaintenanceWindow;
 
 use super::{emit, read_error};
-use crate::args::{Next, Start};
 use crate::error::{Error, Result, status_code};
+use crate::flags::{Next, Start};
 use crate::manifest::{OneOff, one_off_window, parse_selector, windows_in};
 use crate::output::{Format, render, structured};
 use crate::stop::StopAction;

@@ -5,7 +5,7 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
 use super::{started_line, window_starting};
-use crate::args::{Cli, Command, Maintenance, Start};
+use crate::flags::{Cli, Command, Maintenance, Start};
 
 fn start_args(flags: &[&str]) -> Start {
     let argv = ["lifeguard", "maintenance", "start", "upgrade"]

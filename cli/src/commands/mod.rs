@@ -7,9 +7,9 @@ mod workspaces;
 
 use std::io::Write;
 
-use crate::args::{Cli, Command, Maintenance, Nodes, Workspaces};
 use crate::cluster::connect;
 use crate::error::{Error, Result, status_code};
+use crate::flags::{Cli, Command, Maintenance, Nodes, Workspaces};
 
 pub async fn run(cli: Cli) -> Result<()> {
     let format = cli.output;

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Namespace;
@@ -158,12 +157,7 @@ pub fn window_error_policy(
     error: &Error,
     ctx: Arc<Context>,
 ) -> Requeue {
-    ctx.metrics
-        .reconciles
-        .with_label_values(&[error.reason()])
-        .inc();
-    tracing::warn!(window = %mw.name_any(), %error, "window reconcile failed; retrying");
-    Requeue::requeue(Duration::from_secs(5))
+    ctx.retry_after(error, "MaintenanceWindow", &mw.name_any())
 }
 
 #[cfg(test)]

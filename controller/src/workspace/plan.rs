@@ -400,14 +400,7 @@ fn pod_phase(pod: &Pod) -> &str {
 
 /// Containers have all stopped, or the pod has been deleting for longer than allowed.
 fn disposal_done(pod: &Pod, now: Timestamp, settings: &Settings) -> bool {
-    let running = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .is_some_and(|cs| {
-            cs.iter()
-                .any(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()))
-        });
+    let running = lifeguard_api::disposal::any_container_running(pod);
     let overdue = pod
         .metadata
         .deletion_timestamp

@@ -517,11 +517,5 @@ pub fn error_policy(
     error: &Error,
     ctx: Arc<Context>,
 ) -> Requeue {
-    ctx.metrics
-        .reconciles
-        .with_label_values(&[error.reason()])
-        .inc();
-    tracing::warn!(workspace = %ws.name_any(), %error, "reconcile failed; retrying");
-    let wait = if error.reason() == "conflict" { 1 } else { 5 };
-    Requeue::requeue(Duration::from_secs(wait))
+    ctx.retry_after(error, "Workspace", &ws.name_any())
 }

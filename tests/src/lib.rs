@@ -8,6 +8,7 @@ mod cluster;
 mod components;
 mod local_nodes;
 mod namespace;
+pub mod prober;
 mod quota;
 mod rejector;
 mod wait;
@@ -27,5 +28,5 @@ pub use local_nodes::{SECOND_NODE, StoppedNode, lifeguard_cluster, wait_settled}
 pub use namespace::{NAMESPACE_LABEL, unique_name, with_namespace};
 pub use quota::{allow_pods, forbid_pods};
 pub use rejector::{Rejector, sleeping_workspace};
-pub use wait::{DEFAULT_TIMEOUT, poll_until, wait_for, wait_gone, wait_phase};
+pub use wait::{DEFAULT_TIMEOUT, poll_every, poll_until, wait_for, wait_gone, wait_phase};
 pub use windows::{close_window, open_window, rfc3339};

@@ -9,6 +9,11 @@ use serde::de::DeserializeOwned;
 /// Long enough for a pod to be scheduled, started and finished on the local node.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(90);
 
+/// How an object looks in a timeout's message: the whole of it, as the cluster had it.
+fn shown<K: Serialize + Debug>(obj: &K) -> String {
+    serde_json::to_string_pretty(obj).unwrap_or_else(|_| format!("{obj:?}"))
+}
+
 /// Polls `name` until `condition` holds and returns it. On timeout the error carries the
 /// last state seen, so a failing test shows what the cluster actually did.
 pub async fn wait_for<K>(
@@ -21,21 +26,15 @@ pub async fn wait_for<K>(
 where
     K: Clone + DeserializeOwned + Serialize + Debug,
 {
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        let last = match api.get_opt(name).await {
-            Ok(Some(obj)) if condition(&obj) => return Ok(obj),
-            Ok(Some(obj)) => {
-                serde_json::to_string_pretty(&obj).unwrap_or_else(|_| format!("{obj:?}"))
-            }
-            Ok(None) => format!("{name} does not exist"),
-            Err(e) => format!("error reading {name}: {e}"),
-        };
-        if tokio::time::Instant::now() >= deadline {
-            bail!("{name}: not {what} after {timeout:?}; last seen:\n{last}");
+    let condition = &condition;
+    poll_until(&format!("{name}: {what}"), timeout, || async move {
+        match api.get_opt(name).await? {
+            Some(obj) if condition(&obj) => Ok(Some(obj)),
+            Some(obj) => bail!("last seen:\n{}", shown(&obj)),
+            None => bail!("{name} does not exist"),
         }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    })
+    .await
 }
 
 /// Polls until `name` no longer exists.
@@ -43,20 +42,13 @@ pub async fn wait_gone<K>(api: &Api<K>, name: &str, timeout: Duration) -> anyhow
 where
     K: Clone + DeserializeOwned + Serialize + Debug,
 {
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        let last = match api.get_opt(name).await {
-            Ok(None) => return Ok(()),
-            Ok(Some(obj)) => {
-                serde_json::to_string_pretty(&obj).unwrap_or_else(|_| format!("{obj:?}"))
-            }
-            Err(e) => format!("error reading {name}: {e}"),
-        };
-        if tokio::time::Instant::now() >= deadline {
-            bail!("{name}: still there after {timeout:?}; last seen:\n{last}");
+    poll_until(&format!("{name}: gone"), timeout, || async move {
+        match api.get_opt(name).await? {
+            None => Ok(Some(())),
+            Some(obj) => bail!("still there; last seen:\n{}", shown(&obj)),
         }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    })
+    .await
 }
 
 /// Polls `check` until it yields a value and returns it. An error from `check` is kept as
@@ -65,6 +57,20 @@ where
 pub async fn poll_until<T, F>(
     what: &str,
     timeout: Duration,
+    check: impl FnMut() -> F,
+) -> anyhow::Result<T>
+where
+    F: std::future::Future<Output = anyhow::Result<Option<T>>>,
+{
+    poll_every(what, timeout, Duration::from_millis(250), check).await
+}
+
+/// `poll_until` looking every `interval`: the one polling loop of the e2e crate. A test
+/// that measures how soon something happens looks more often than the default.
+pub async fn poll_every<T, F>(
+    what: &str,
+    timeout: Duration,
+    interval: Duration,
     mut check: impl FnMut() -> F,
 ) -> anyhow::Result<T>
 where
@@ -80,7 +86,7 @@ where
         if tokio::time::Instant::now() >= deadline {
             bail!("{what}: not within {timeout:?}; last: {last}");
         }
-        tokio::time::sleep(Duration::from_millis(250)).await;
+        tokio::time::sleep(interval).await;
     }
 }
 

@@ -16,8 +16,8 @@ use kube::{Client, ResourceExt};
 use lifeguard_api::names::{POD_FINALIZER, WORKSPACE_LABEL};
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    Component, Rejector, apply_crds, controller_leader, kill_pod, node_name, ready_pods,
-    sleeping_workspace, stop_pod, unique_name, wait_ready_pods, with_namespace,
+    Component, Rejector, apply_crds, controller_leader, kill_pod, node_name, poll_every,
+    ready_pods, sleeping_workspace, stop_pod, unique_name, wait_ready_pods, with_namespace,
 };
 
 const WORKSPACES: usize = 100;
@@ -113,36 +113,44 @@ async fn workspaces_survive_rejections_and_controller_kills() {
 
         let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
         let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-        let deadline = tokio::time::Instant::now() + SETTLE;
-        let list = loop {
-            let list = workspaces.list(&ListParams::default()).await?.items;
-            let pending: Vec<String> = list
-                .iter()
-                .filter(|w| !settled(w))
-                .map(|w| format!("{} ({:?})", w.name_any(), phase(w)))
-                .collect();
-            let terminating = pods
-                .list(&ListParams::default())
-                .await?
-                .items
-                .iter()
-                .filter(|p| p.metadata.deletion_timestamp.is_some())
-                .count();
-            if pending.is_empty() && terminating == 0 {
-                break list;
-            }
-            anyhow::ensure!(
-                tokio::time::Instant::now() < deadline,
-                "not settled {SETTLE:?} after the chaos: {} unsettled: {pending:?}; {terminating} pods terminating",
-                pending.len()
-            );
-            tokio::time::sleep(Duration::from_secs(2)).await;
-        };
+        let (workspaces, pods) = (&workspaces, &pods);
+        let list = poll_every(
+            "settled after the chaos",
+            SETTLE,
+            Duration::from_secs(2),
+            || async move {
+                let list = workspaces.list(&ListParams::default()).await?.items;
+                let pending: Vec<String> = list
+                    .iter()
+                    .filter(|w| !settled(w))
+                    .map(|w| format!("{} ({:?})", w.name_any(), phase(w)))
+                    .collect();
+                let terminating = pods
+                    .list(&ListParams::default())
+                    .await?
+                    .items
+                    .iter()
+                    .filter(|p| p.metadata.deletion_timestamp.is_some())
+                    .count();
+                if pending.is_empty() && terminating == 0 {
+                    return Ok(Some(list));
+                }
+                anyhow::bail!(
+                    "{} unsettled: {pending:?}; {terminating} pods terminating",
+                    pending.len()
+                )
+            },
+        )
+        .await?;
         assert_eq!(list.len(), WORKSPACES);
 
         let mut pods_by_workspace: BTreeMap<String, Vec<Pod>> = BTreeMap::new();
         for pod in pods.list(&ListParams::default()).await?.items {
-            let owner = pod.labels().get(WORKSPACE_LABEL).cloned().unwrap_or_default();
+            let owner = pod
+                .labels()
+                .get(WORKSPACE_LABEL)
+                .cloned()
+                .unwrap_or_default();
             pods_by_workspace.entry(owner).or_default().push(pod);
         }
         let (mut recreated, mut failed) = (0, 0);
@@ -154,7 +162,11 @@ async fn workspaces_survive_rejections_and_controller_kills() {
             match status.phase {
                 Some(WorkspacePhase::Running) => {
                     assert_eq!(pods.len(), 1, "{name}: exactly one pod");
-                    assert_eq!(pods[0].name_any(), format!("ws-{name}"), "{name}: same pod name");
+                    assert_eq!(
+                        pods[0].name_any(),
+                        format!("ws-{name}"),
+                        "{name}: same pod name"
+                    );
                     assert!(
                         pods[0].metadata.deletion_timestamp.is_none(),
                         "{name}: pod not terminating"
@@ -166,7 +178,10 @@ async fn workspaces_survive_rejections_and_controller_kills() {
                         status.pod_recreated, MAX_RETRIES,
                         "{name}: Failed only after all retries: {status:?}"
                     );
-                    assert!(status.last_rejection.is_some(), "{name}: failed by rejection");
+                    assert!(
+                        status.last_rejection.is_some(),
+                        "{name}: failed by rejection"
+                    );
                     assert!(pods.len() <= 1, "{name}: at most one pod");
                 }
             }
@@ -188,7 +203,10 @@ async fn workspaces_survive_rejections_and_controller_kills() {
             WORKSPACES - failed
         );
         // The run has to have exercised recovery, or it proves nothing.
-        assert!(recreated >= 8, "only {recreated} re-creations: rejections did not happen");
+        assert!(
+            recreated >= 8,
+            "only {recreated} re-creations: rejections did not happen"
+        );
         assert!(kills >= 5, "only {kills} controller kills");
         Ok(())
     })

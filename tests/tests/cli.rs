@@ -9,8 +9,8 @@ use kube::api::{Api, DeleteParams, PostParams};
 use lifeguard_api::maintenance::MaintenanceWindow;
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    BUSYBOX_IMAGE, LOCAL_KUBECONFIG, NAMESPACE_LABEL, apply_crds, unique_name, wait_for,
-    with_namespace,
+    BUSYBOX_IMAGE, LOCAL_KUBECONFIG, NAMESPACE_LABEL, apply_crds, poll_until, unique_name,
+    wait_for, with_namespace,
 };
 use serde_json::{Value, json};
 
@@ -59,26 +59,23 @@ async fn create_until(
     name: &str,
     denied: bool,
 ) -> anyhow::Result<Option<String>> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
+    let what = format!("creating {name}: denied={denied}");
+    poll_until(&what, Duration::from_secs(20), || async {
         let outcome = match api.create(&PostParams::default(), &workspace(name)?).await {
             Ok(_) => None,
             Err(kube::Error::Api(s)) if s.code == 403 => Some(s.message),
             Err(e) => return Err(e.into()),
         };
         if outcome.is_some() == denied {
-            return Ok(outcome);
+            return Ok(Some(outcome));
         }
         if outcome.is_none() {
             api.delete(name, &DeleteParams::default()).await?;
             lifeguard_e2e::wait_gone(api, name, TIMEOUT).await?;
         }
-        anyhow::ensure!(
-            tokio::time::Instant::now() < deadline,
-            "creating {name}: expected denied={denied} within 20s"
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+        Ok(None)
+    })
+    .await
 }
 
 fn phase(ws: &Workspace) -> Option<WorkspacePhase> {

@@ -2,8 +2,7 @@
 //! is told apart from a healthy one and new workspaces are steered away from it, and the
 //! webhook's replicas do not share a node.
 
-#[path = "prober_support/mod.rs"]
-mod support;
+use lifeguard_e2e::prober as support;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

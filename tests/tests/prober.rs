@@ -2,8 +2,7 @@
 //! Tests that make the node unhealthy hold the cluster lock exclusively and restore the
 //! storage on every exit path.
 
-#[path = "prober_support/mod.rs"]
-mod support;
+use lifeguard_e2e::prober as support;
 
 use std::time::{Duration, Instant};
 

@@ -3,8 +3,7 @@
 //! (`--test-threads 1`, after every other e2e binary) and undo each disruption in a guard.
 //! They are ignored by a plain `cargo test`; test-all runs them with `--ignored`.
 
-#[path = "prober_support/mod.rs"]
-mod support;
+use lifeguard_e2e::prober as support;
 
 use std::time::{Duration, Instant};
 

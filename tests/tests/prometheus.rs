@@ -3,11 +3,10 @@
 //! workspace start, when a kubelet rejection is recovered, and as the prober checks.
 //! Each test holds the cluster lock shared: the prober's disruptive tests taint the node.
 
-#[path = "prober_support/mod.rs"]
-mod support;
+use lifeguard_e2e::prober as support;
 
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use jiff::{SignedDuration, Timestamp};
@@ -15,8 +14,8 @@ use kube::api::{Api, DeleteParams, PostParams};
 use lifeguard_api::maintenance::MaintenanceWindow;
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    NAMESPACE_LABEL, Rejector, apply_crds, node_name, sleeping_workspace, unique_name, wait_for,
-    with_namespace,
+    NAMESPACE_LABEL, Rejector, apply_crds, node_name, poll_until, sleeping_workspace, unique_name,
+    wait_for, with_namespace,
 };
 use serde_json::{Value, json};
 
@@ -66,24 +65,20 @@ fn value(query: &str) -> anyhow::Result<Option<f64>> {
 
 /// Polls `query` until it is above `before`; returns the value.
 async fn wait_above(query: &str, before: f64) -> anyhow::Result<f64> {
-    let started = Instant::now();
-    let mut last = None;
-    while started.elapsed() < SCRAPE_WAIT {
-        last = value(query)?;
-        if let Some(v) = last.filter(|v| *v > before) {
-            return Ok(v);
+    poll_until(&format!("{query} above {before}"), SCRAPE_WAIT, || async {
+        match value(query)? {
+            Some(v) if v > before => Ok(Some(v)),
+            last => bail!("{query} is {last:?}"),
         }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    bail!("{query} stayed at {last:?} (before: {before}) for {SCRAPE_WAIT:?}")
+    })
+    .await
 }
 
 #[tokio::test]
 async fn all_three_components_are_scraped() {
     let _lock = support::cluster_lock(false).expect("cluster lock");
-    let started = Instant::now();
-    loop {
-        let data = api("/api/v1/targets", None).unwrap();
+    poll_until("every job with an up target", SCRAPE_WAIT, || async {
+        let data = api("/api/v1/targets", None)?;
         let targets = data["activeTargets"]
             .as_array()
             .cloned()
@@ -102,14 +97,13 @@ async fn all_three_components_are_scraped() {
         .map(String::from)
         .collect();
         if down.is_empty() {
-            break;
+            Ok(Some(()))
+        } else {
+            bail!("jobs without an up target: {down:?}; targets: {targets:#?}")
         }
-        assert!(
-            started.elapsed() < SCRAPE_WAIT,
-            "jobs without an up target: {down:?}; targets: {targets:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+    })
+    .await
+    .unwrap();
     // The alert rules are loaded, and none of the outage alerts fires on a healthy run.
     let rules = api("/api/v1/rules", None).unwrap();
     let mut groups: Vec<&str> = rules["groups"]
@@ -160,20 +154,18 @@ async fn a_denied_workspace_start_moves_the_webhook_denial_counter() {
         let outcome = async {
             let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
             // The webhook decides from its watch cache: retry until the window is in it.
-            let started = Instant::now();
-            loop {
+            let workspaces = &workspaces;
+            poll_until("a denial naming the window", Duration::from_secs(15), || async move {
                 let ws: Workspace = serde_json::from_value(json!({
                     "metadata": {"name": unique_name("denied")},
                     "spec": {"podTemplate": {"spec": {"containers": [{"name": "ide", "image": lifeguard_e2e::BUSYBOX_IMAGE}]}}}
                 }))?;
                 match workspaces.create(&PostParams::default(), &ws).await {
-                    Err(kube::Error::Api(s)) if s.code == 403 && s.message.contains("prometheus e2e") => break,
-                    Ok(_) if started.elapsed() < Duration::from_secs(15) => {
-                        tokio::time::sleep(Duration::from_millis(500)).await
-                    }
+                    Err(kube::Error::Api(s)) if s.code == 403 && s.message.contains("prometheus e2e") => Ok(Some(())),
                     other => bail!("expected a denial naming the window, got {other:?}"),
                 }
-            }
+            })
+            .await?;
             let after = wait_above(denials, before).await?;
             eprintln!("denials: {before} -> {after}");
             Ok(())
@@ -236,13 +228,13 @@ async fn the_probers_checks_are_counted_and_its_verdict_exported() {
     let checks = r#"sum(lifeguard_prober_checks_total{job="lifeguard-prober"})"#;
     let before = value(checks).unwrap().unwrap_or(0.0);
     // One check interval (5s in the local run) plus a container check (up to its deadline).
-    let started = Instant::now();
-    let mut after = None;
-    while started.elapsed() < Duration::from_secs(60) && after.is_none() {
-        after = value(checks).unwrap().filter(|v| *v > before);
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    assert!(after.is_some(), "{checks} stayed at {before} for 60s");
+    let counted = poll_until(
+        &format!("{checks} above {before}"),
+        Duration::from_secs(60),
+        || async { Ok(value(checks)?.filter(|v| *v > before)) },
+    )
+    .await;
+    assert!(counted.is_ok(), "{counted:?}");
     // Every prober (one per node) has exactly one current verdict.
     for aggregate in ["max", "min"] {
         let verdicts = value(&format!(
@@ -264,16 +256,13 @@ async fn the_probers_checks_are_counted_and_its_verdict_exported() {
 
 /// Polls until `query` selects a series with value `want`.
 async fn wait_value(query: &str, want: f64, timeout: Duration) -> anyhow::Result<()> {
-    let started = Instant::now();
-    let mut last = None;
-    while started.elapsed() < timeout {
-        last = value(query)?;
-        if last == Some(want) {
-            return Ok(());
+    poll_until(&format!("{query} at {want}"), timeout, || async {
+        match value(query)? {
+            Some(v) if v == want => Ok(Some(())),
+            last => bail!("{query} is {last:?}"),
         }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    bail!("{query} was {last:?}, not {want}, for {timeout:?}")
+    })
+    .await
 }
 
 #[tokio::test]

@@ -3,8 +3,6 @@
 //! image, see cluster/node.sh) and guards that undo every disruption, also on failure.
 //! The other nodes are left alone: what these tests break is one node's.
 
-#![allow(dead_code)]
-
 use std::fs::File;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -72,7 +70,7 @@ pub fn cluster_lock(exclusive: bool) -> anyhow::Result<File> {
 /// read with kubectl (a replaced pod has a new name and IP).
 fn running_prober() -> anyhow::Result<(String, String)> {
     let kubeconfig =
-        std::env::var("KUBECONFIG").unwrap_or_else(|_| lifeguard_e2e::LOCAL_KUBECONFIG.to_string());
+        std::env::var("KUBECONFIG").unwrap_or_else(|_| crate::LOCAL_KUBECONFIG.to_string());
     let out = Command::new("kubectl")
         .env("KUBECONFIG", kubeconfig)
         .args([
@@ -151,19 +149,24 @@ pub fn interval() -> anyhow::Result<Duration> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// Polls /status until the verdict is `want`; returns how long that took.
+/// Polls /status until the verdict is `want`; returns how long that took (looking every
+/// 100 ms: tests hold this to sub-second bounds).
 pub async fn wait_verdict(want: &str, timeout: Duration) -> anyhow::Result<Duration> {
     let started = Instant::now();
-    let mut last = Value::Null;
-    while started.elapsed() < timeout {
-        match status() {
-            Ok(s) if s["verdict"] == want => return Ok(started.elapsed()),
-            Ok(s) => last = s,
-            Err(e) => last = Value::String(format!("{e:#}")),
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    bail!("verdict not {want} after {timeout:?}; last /status:\n{last:#}")
+    crate::poll_every(
+        &format!("verdict {want}"),
+        timeout,
+        Duration::from_millis(100),
+        || async {
+            let s = status()?;
+            if s["verdict"] == want {
+                Ok(Some(started.elapsed()))
+            } else {
+                bail!("last /status:\n{s:#}")
+            }
+        },
+    )
+    .await
 }
 
 /// A metric's value from /metrics (exact series text, e.g. `name{label="v"}`).
@@ -211,21 +214,16 @@ pub async fn wait_node(
     timeout: Duration,
     check: impl Fn(&Node) -> bool,
 ) -> anyhow::Result<Node> {
-    let started = Instant::now();
-    loop {
+    let check = &check;
+    crate::poll_until(&format!("node {what}"), timeout, || async move {
         let n = node(client).await?;
         if check(&n) {
-            return Ok(n);
+            Ok(Some(n))
+        } else {
+            bail!("condition {:?}, tainted {}", condition(&n), tainted(&n))
         }
-        if started.elapsed() > timeout {
-            bail!(
-                "node not {what} after {timeout:?}: condition {:?}, tainted {}",
-                condition(&n),
-                tainted(&n)
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    })
+    .await
 }
 
 /// The prober's DaemonSet pod on [`PROBED_NODE`].
@@ -332,7 +330,7 @@ impl Drop for FrozenStorage {
 /// machine (every node's processes are this machine's).
 pub fn prober_pid() -> anyhow::Result<u32> {
     let (pod, _) = running_prober()?;
-    lifeguard_e2e::local_pid(&pod, "lifeguard-prober")
+    crate::local_pid(&pod, "lifeguard-prober")
 }
 
 pub fn probe_pods_selector() -> &'static str {

@@ -77,10 +77,7 @@ async fn send(
             Ok(_) => failures.push("pod admitted without the finalizer".to_string()),
             Err(e) => failures.push(format!("pod: {e}")),
         }
-        let ws: Workspace = serde_json::from_value(json!({
-            "metadata": {"name": format!("w-{sender}-{i}")},
-            "spec": {"podTemplate": {"spec": {"containers": [{"name": "c", "image": BUSYBOX_IMAGE}]}}}
-        }))?;
+        let ws = crate::workspace(&format!("w-{sender}-{i}")).build()?;
         if let Err(e) = workspaces.create(&dry_run, &ws).await {
             failures.push(format!("workspace: {e}"));
         }

@@ -13,6 +13,7 @@ mod quota;
 mod rejector;
 mod wait;
 mod windows;
+mod workspace;
 
 pub use admissions::Admissions;
 pub use cluster::{
@@ -30,3 +31,4 @@ pub use quota::{allow_pods, forbid_pods};
 pub use rejector::{Rejector, sleeping_workspace};
 pub use wait::{DEFAULT_TIMEOUT, poll_every, poll_until, wait_for, wait_gone, wait_phase};
 pub use windows::{close_window, open_window, rfc3339};
+pub use workspace::{SLEEP_COMMAND, WorkspaceBuilder, workspace};

@@ -73,17 +73,9 @@ impl Rejector {
 /// A workspace whose pod sleeps (and ends at once on SIGTERM), bound to the node under
 /// `rejector`, with tiny requests so that a hundred fit on one node.
 pub fn sleeping_workspace(name: &str, rejector: &Rejector) -> anyhow::Result<Workspace> {
-    let mut spec = json!({
-        "terminationGracePeriodSeconds": 1,
-        "containers": [{"name": "ide", "image": crate::BUSYBOX_IMAGE, "imagePullPolicy": "Never",
-                        "command": ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"],
-                        "resources": {"requests": {"cpu": "1m", "memory": "4Mi"}}}]
-    });
-    if let (Some(s), Some(extra)) = (spec.as_object_mut(), rejector.pod_spec_fields().as_object()) {
-        s.extend(extra.clone());
-    }
-    Ok(serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "spec": {"podTemplate": {"metadata": {"labels": {"team": "e2e"}}, "spec": spec}}
-    }))?)
+    crate::workspace(name)
+        .pod_labels(json!({"team": "e2e"}))
+        .small_requests()
+        .pod_spec(rejector.pod_spec_fields())
+        .build()
 }

@@ -9,8 +9,8 @@ use kube::api::{Api, DeleteParams, PostParams};
 use lifeguard_api::maintenance::MaintenanceWindow;
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    BUSYBOX_IMAGE, LOCAL_KUBECONFIG, NAMESPACE_LABEL, apply_crds, poll_until, unique_name,
-    wait_for, with_namespace,
+    LOCAL_KUBECONFIG, NAMESPACE_LABEL, apply_crds, poll_until, unique_name, wait_for,
+    with_namespace, workspace,
 };
 use serde_json::{Value, json};
 
@@ -41,17 +41,6 @@ async fn lifeguard(args: &[&str]) -> anyhow::Result<Run> {
     Ok(run)
 }
 
-fn workspace(name: &str) -> anyhow::Result<Workspace> {
-    Ok(serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "spec": {"podTemplate": {"spec": {
-            "terminationGracePeriodSeconds": 1,
-            "containers": [{"name": "ide", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
-                            "command": ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]}]
-        }}}
-    }))?)
-}
-
 /// Tries to create workspace `name` until the webhook's answer is `denied` (its window
 /// cache follows the API with a short delay); returns the denial message, if any.
 async fn create_until(
@@ -61,7 +50,10 @@ async fn create_until(
 ) -> anyhow::Result<Option<String>> {
     let what = format!("creating {name}: denied={denied}");
     poll_until(&what, Duration::from_secs(20), || async {
-        let outcome = match api.create(&PostParams::default(), &workspace(name)?).await {
+        let outcome = match api
+            .create(&PostParams::default(), &workspace(name).build()?)
+            .await
+        {
             Ok(_) => None,
             Err(kube::Error::Api(s)) if s.code == 403 => Some(s.message),
             Err(e) => return Err(e.into()),
@@ -88,7 +80,7 @@ async fn start_deny_drain_wait_status_stop() {
         apply_crds(&client).await?;
         let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
         workspaces
-            .create(&PostParams::default(), &workspace("alice")?)
+            .create(&PostParams::default(), &workspace("alice").build()?)
             .await?;
         wait_for(&workspaces, "alice", TIMEOUT, "Running", |w| {
             phase(w) == Some(WorkspacePhase::Running)

@@ -11,32 +11,12 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use lifeguard_api::maintenance::MaintenanceWindow;
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    BUSYBOX_IMAGE, NAMESPACE_LABEL, Rejector, allow_pods, apply_crds, forbid_pods, node_name,
-    unique_name, wait_for, wait_gone, wait_window_enforced, with_namespace,
-    workspace_event_reasons,
+    NAMESPACE_LABEL, Rejector, allow_pods, apply_crds, forbid_pods, node_name, unique_name,
+    wait_for, wait_gone, wait_window_enforced, with_namespace, workspace, workspace_event_reasons,
 };
 use serde_json::{Value, json};
 
 const TIMEOUT: Duration = Duration::from_secs(90);
-
-fn workspace(name: &str, spec_fields: Value, meta_fields: Value) -> anyhow::Result<Workspace> {
-    let mut spec = json!({
-        "terminationGracePeriodSeconds": 1,
-        "containers": [{"name": "ide", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
-                        "command": ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]}]
-    });
-    if let (Some(s), Some(extra)) = (spec.as_object_mut(), spec_fields.as_object()) {
-        s.extend(extra.clone());
-    }
-    let mut meta = json!({"labels": {"team": "e2e"}});
-    if let (Some(m), Some(extra)) = (meta.as_object_mut(), meta_fields.as_object()) {
-        m.extend(extra.clone());
-    }
-    Ok(serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "spec": {"podTemplate": {"metadata": meta, "spec": spec}}
-    }))?)
-}
 
 fn phase(ws: &Workspace) -> Option<WorkspacePhase> {
     ws.status.as_ref().and_then(|s| s.phase)
@@ -59,7 +39,9 @@ async fn workspace_runs_with_a_finalized_pod() {
         workspaces
             .create(
                 &PostParams::default(),
-                &workspace("alice", json!({}), json!({}))?,
+                &workspace("alice")
+                    .pod_labels(json!({"team": "e2e"}))
+                    .build()?,
             )
             .await?;
         let ws = wait_for(&workspaces, "alice", TIMEOUT, "Running", |w| {
@@ -105,7 +87,10 @@ async fn rejected_pod_comes_back_with_the_same_name() {
         workspaces
             .create(
                 &PostParams::default(),
-                &workspace("bob", rejector.pod_spec_fields(), json!({}))?,
+                &workspace("bob")
+                    .pod_labels(json!({"team": "e2e"}))
+                    .pod_spec(rejector.pod_spec_fields())
+                    .build()?,
             )
             .await?;
         let rejected = wait_for(&workspaces, "bob", TIMEOUT, "rejected", |w| {
@@ -173,7 +158,10 @@ async fn workspace_rejected_every_time_fails_after_max_retries() {
         workspaces
             .create(
                 &PostParams::default(),
-                &workspace("carol", rejector.pod_spec_fields(), json!({}))?,
+                &workspace("carol")
+                    .pod_labels(json!({"team": "e2e"}))
+                    .pod_spec(rejector.pod_spec_fields())
+                    .build()?,
             )
             .await?;
         let ws = wait_for(
@@ -211,7 +199,7 @@ async fn recreation_waits_while_a_window_denies_it() {
         apply_crds(&client).await?;
         let rejector = rejector(&client).await?;
         let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
-        workspaces.create(&PostParams::default(), &workspace("dave", rejector.pod_spec_fields(), json!({}))?).await?;
+        workspaces.create(&PostParams::default(), &workspace("dave").pod_labels(json!({"team": "e2e"})).pod_spec(rejector.pod_spec_fields()).build()?).await?;
         wait_for(&workspaces, "dave", TIMEOUT, "rejected", |w| w.status.as_ref().is_some_and(|s| s.last_rejection.is_some())).await?;
         // Hold the replacement back with a quota until every webhook replica enforces the
         // window, so that the window, not a race with its cache, decides the replacement.
@@ -270,7 +258,9 @@ async fn deleting_a_workspace_stops_it_and_keeps_foreign_finalizers() {
         workspaces
             .create(
                 &PostParams::default(),
-                &workspace("erin", json!({}), json!({}))?,
+                &workspace("erin")
+                    .pod_labels(json!({"team": "e2e"}))
+                    .build()?,
             )
             .await?;
         wait_for(&workspaces, "erin", TIMEOUT, "Running", |w| {
@@ -331,7 +321,7 @@ async fn draining_window_stops_running_workspaces_and_reports_drained() {
         apply_crds(&client).await?;
         let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
         for name in ["gina", "hank"] {
-            workspaces.create(&PostParams::default(), &workspace(name, json!({}), json!({}))?).await?;
+            workspaces.create(&PostParams::default(), &workspace(name).pod_labels(json!({"team": "e2e"})).build()?).await?;
         }
         for name in ["gina", "hank"] {
             wait_for(&workspaces, name, TIMEOUT, "Running", |w| phase(w) == Some(WorkspacePhase::Running)).await?;

@@ -17,27 +17,19 @@ use lifeguard_api::names::{DISPOSAL_CONFIRMATION_ANNOTATION, DISPOSAL_RESULT_ANN
 use lifeguard_api::workspace::condition::DISPOSAL_CONFIRMED;
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    BUSYBOX_IMAGE, Component, LOCAL_KUBECONFIG, NAMESPACE_LABEL, controller_leader, kill_pod,
-    metric_sum, poll_until, unique_name, wait_for, wait_gone, with_namespace,
+    Component, LOCAL_KUBECONFIG, NAMESPACE_LABEL, controller_leader, kill_pod, metric_sum,
+    poll_until, unique_name, wait_for, wait_gone, with_namespace, workspace,
     workspace_event_reasons,
 };
 use serde_json::json;
 
 const TIMEOUT: Duration = Duration::from_secs(90);
 
-fn workspace(name: &str) -> anyhow::Result<Workspace> {
-    workspace_labelled(name, json!({}))
-}
-
 fn workspace_labelled(name: &str, pod_labels: serde_json::Value) -> anyhow::Result<Workspace> {
-    Ok(serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "spec": {"confirmDisposal": true, "podTemplate": {"metadata": {"labels": pod_labels}, "spec": {
-            "terminationGracePeriodSeconds": 1,
-            "containers": [{"name": "ide", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
-                            "command": ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]}]
-        }}}
-    }))?)
+    workspace(name)
+        .spec(json!({"confirmDisposal": true}))
+        .pod_labels(pod_labels)
+        .build()
 }
 
 fn phase(ws: &Workspace) -> Option<WorkspacePhase> {
@@ -56,7 +48,7 @@ fn disposal_condition(ws: &Workspace) -> Option<(String, String)> {
 
 /// A running workspace whose pod says its disposal needs confirming.
 async fn running(client: &Client, ns: &str, name: &str) -> anyhow::Result<()> {
-    running_from(client, ns, name, workspace(name)?).await
+    running_from(client, ns, name, workspace_labelled(name, json!({}))?).await
 }
 
 async fn running_from(client: &Client, ns: &str, name: &str, ws: Workspace) -> anyhow::Result<()> {

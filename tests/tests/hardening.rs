@@ -12,24 +12,13 @@ use lifeguard_api::maintenance::MaintenanceWindow;
 use lifeguard_api::workspace::condition::{POD_CREATE_FAILED, READY};
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    BUSYBOX_IMAGE, allow_pods, close_window, forbid_pods, open_window, wait_for, wait_phase,
-    with_namespace, workspace_event_reasons,
+    allow_pods, close_window, forbid_pods, open_window, wait_for, wait_phase, with_namespace,
+    workspace, workspace_event_reasons,
 };
-use serde_json::{Value, json};
+use serde_json::json;
 
 const TIMEOUT: Duration = Duration::from_secs(90);
 const TEN_MINUTES: SignedDuration = SignedDuration::from_secs(600);
-
-fn workspace(name: &str, labels: Value) -> anyhow::Result<Workspace> {
-    Ok(serde_json::from_value(json!({
-        "metadata": {"name": name, "labels": labels},
-        "spec": {"podTemplate": {"spec": {
-            "terminationGracePeriodSeconds": 1,
-            "containers": [{"name": "ide", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
-                            "command": ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]}]
-        }}}
-    }))?)
-}
 
 fn phase(ws: &Workspace) -> Option<WorkspacePhase> {
     ws.status.as_ref().and_then(|s| s.phase)
@@ -63,7 +52,7 @@ async fn a_refused_pod_create_is_reported_once_and_the_workspace_starts_when_all
         forbid_pods(&client, &ns).await?;
         let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
         workspaces
-            .create(&PostParams::default(), &workspace("olga", json!({}))?)
+            .create(&PostParams::default(), &workspace("olga").build()?)
             .await?;
         let pending = refused(&workspaces, "olga", "exceeded quota").await?;
         let (_, reason, _) = condition(&pending, READY).unwrap_or_default();
@@ -114,7 +103,7 @@ async fn a_template_cannot_forge_a_recreation_to_start_during_a_window() {
         forbid_pods(&client, &ns).await?;
         let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
         workspaces
-            .create(&PostParams::default(), &workspace("mallory", json!({}))?)
+            .create(&PostParams::default(), &workspace("mallory").build()?)
             .await?;
         refused(&workspaces, "mallory", "exceeded quota").await?;
         let window = open_window(
@@ -168,7 +157,7 @@ async fn a_drained_workspace_that_never_had_a_pod_counts_as_stopped_and_stays_st
         forbid_pods(&client, &ns).await?;
         let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
         workspaces
-            .create(&PostParams::default(), &workspace("nina", json!({}))?)
+            .create(&PostParams::default(), &workspace("nina").build()?)
             .await?;
         refused(&workspaces, "nina", "exceeded quota").await?;
         let window =
@@ -192,7 +181,7 @@ async fn a_drained_workspace_that_never_had_a_pod_counts_as_stopped_and_stays_st
         // one stays stopped (its pod is neither created nor created-and-deleted).
         allow_pods(&client, &ns).await?;
         workspaces
-            .create(&PostParams::default(), &workspace("oscar", json!({}))?)
+            .create(&PostParams::default(), &workspace("oscar").build()?)
             .await?;
         wait_for(&workspaces, "oscar", TIMEOUT, "Running", |w| {
             phase(w) == Some(WorkspacePhase::Running)
@@ -220,7 +209,7 @@ async fn a_workspace_selector_covers_a_workspace_and_its_pod_alike() {
             workspaces
                 .create(
                     &PostParams::default(),
-                    &workspace(name, json!({"tier": tier}))?,
+                    &workspace(name).labels(json!({"tier": tier})).build()?,
                 )
                 .await?;
             refused(&workspaces, name, "exceeded quota").await?;
@@ -233,7 +222,9 @@ async fn a_workspace_selector_covers_a_workspace_and_its_pod_alike() {
             let created = workspaces
                 .create(
                     &PostParams::default(),
-                    &workspace("free-2", json!({"tier": "free"}))?,
+                    &workspace("free-2")
+                        .labels(json!({"tier": "free"}))
+                        .build()?,
                 )
                 .await;
             match created {

@@ -15,10 +15,9 @@ use kube::ResourceExt;
 use kube::api::{Api, PostParams};
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    BUSYBOX_IMAGE, Component, apply_crds, controller_leader, kill_pod, pod_says_it_leads,
-    poll_until, ready_pods, stop_pod, wait_for, wait_ready_pods, with_namespace,
+    Component, apply_crds, controller_leader, kill_pod, pod_says_it_leads, poll_until, ready_pods,
+    stop_pod, wait_for, wait_ready_pods, with_namespace, workspace,
 };
-use serde_json::json;
 
 /// The controller's `--lease-seconds` default, which the install keeps.
 const LEASE: Duration = Duration::from_secs(15);
@@ -77,9 +76,7 @@ async fn takeover(
 
 async fn reconciles(client: &Client, ns: &str, name: &str) -> anyhow::Result<()> {
     let workspaces: Api<Workspace> = Api::namespaced(client.clone(), ns);
-    let ws: Workspace = serde_json::from_value(json!({"metadata": {"name": name},
-        "spec": {"podTemplate": {"spec": {"terminationGracePeriodSeconds": 1, "containers": [{"name": "ide", "image": BUSYBOX_IMAGE,
-            "imagePullPolicy": "Never", "command": ["sleep", "3600"]}]}}}}))?;
+    let ws = workspace(name).build()?;
     workspaces.create(&PostParams::default(), &ws).await?;
     wait_for(&workspaces, name, Duration::from_secs(60), "Running", |w| {
         w.status.as_ref().and_then(|s| s.phase) == Some(WorkspacePhase::Running)

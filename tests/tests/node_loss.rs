@@ -15,7 +15,7 @@ use lifeguard_api::names::POD_FINALIZER;
 use lifeguard_api::workspace::condition;
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    BUSYBOX_IMAGE, SECOND_NODE, StoppedNode, poll_until, wait_for, wait_gone, with_namespace,
+    SECOND_NODE, StoppedNode, poll_until, wait_for, wait_gone, with_namespace, workspace,
     workspace_event_reasons,
 };
 use serde_json::json;
@@ -27,16 +27,11 @@ const DISPOSAL_TIMEOUT: Duration = Duration::from_secs(30);
 const TIMEOUT: Duration = Duration::from_secs(120);
 
 fn on_lost_node(name: &str) -> anyhow::Result<Workspace> {
-    Ok(serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "spec": {"podTemplate": {"metadata": {"labels": {"team": "e2e"}}, "spec": {
-            "terminationGracePeriodSeconds": 1,
-            "nodeSelector": {"kubernetes.io/hostname": LOST_NODE},
-            "containers": [{"name": "ide", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
-                            "command": ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"],
-                            "resources": {"requests": {"cpu": "1m", "memory": "4Mi"}}}]
-        }}}
-    }))?)
+    workspace(name)
+        .pod_labels(json!({"team": "e2e"}))
+        .pod_spec(json!({"nodeSelector": {"kubernetes.io/hostname": LOST_NODE}}))
+        .small_requests()
+        .build()
 }
 
 fn node_lost(ws: &Workspace) -> Option<(String, String)> {

@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams, PostParams};
 use kube::{Client, ResourceExt};
 use lifeguard_api::Workspace;
-use lifeguard_e2e::{BUSYBOX_IMAGE, Component, poll_until, ready_pods, with_namespace};
+use lifeguard_e2e::{Component, poll_until, ready_pods, with_namespace, workspace};
 use serde_json::json;
 use support::{PROBED_NODE, ReadOnlyStorage, cluster_lock, healthy_start, tainted};
 
@@ -31,15 +31,10 @@ async fn local_nodes(client: &Client) -> anyhow::Result<Vec<Node>> {
 
 /// A workspace the scheduler places freely: no node, no affinity.
 fn unpinned_workspace(name: &str) -> anyhow::Result<Workspace> {
-    Ok(serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "spec": {"podTemplate": {"metadata": {"labels": {"team": "e2e"}}, "spec": {
-            "terminationGracePeriodSeconds": 1,
-            "containers": [{"name": "ide", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
-                            "command": ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"],
-                            "resources": {"requests": {"cpu": "1m", "memory": "4Mi"}}}]
-        }}}
-    }))?)
+    workspace(name)
+        .pod_labels(json!({"team": "e2e"}))
+        .small_requests()
+        .build()
 }
 
 #[tokio::test]

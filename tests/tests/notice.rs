@@ -15,8 +15,7 @@ use lifeguard_api::notice::MaintenanceNotice;
 use lifeguard_api::workspace::condition::MAINTENANCE_SCHEDULED;
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    BUSYBOX_IMAGE, NAMESPACE_LABEL, poll_until, unique_name, wait_for, with_namespace,
-    workspace_event_reasons,
+    NAMESPACE_LABEL, poll_until, unique_name, wait_for, with_namespace, workspace_event_reasons,
 };
 use serde_json::json;
 
@@ -29,19 +28,15 @@ fn workspace(name: &str) -> anyhow::Result<Workspace> {
     let script = format!(
         "trap 'exit 0' TERM; while true; do echo \"notice: $(cat {NOTICE_FILE} 2>/dev/null)\"; sleep 1; done & wait"
     );
-    Ok(serde_json::from_value(json!({
-        "metadata": {"name": name, "labels": {"notice-e2e": name}},
-        "spec": {"podTemplate": {"spec": {
-            "terminationGracePeriodSeconds": 1,
-            "containers": [{"name": "ide", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
-                            "command": ["sh", "-c", script],
-                            "volumeMounts": [{"name": "lifeguard", "mountPath": "/etc/lifeguard"}]}],
-            "volumes": [{"name": "lifeguard", "downwardAPI": {"items": [{
-                "path": "maintenance-notice",
-                "fieldRef": {"fieldPath": format!("metadata.annotations['{MAINTENANCE_NOTICE_ANNOTATION}']")}
-            }]}}]
-        }}}
-    }))?)
+    lifeguard_e2e::workspace(name)
+        .labels(json!({"notice-e2e": name}))
+        .ide(json!({"command": ["sh", "-c", script],
+                    "volumeMounts": [{"name": "lifeguard", "mountPath": "/etc/lifeguard"}]}))
+        .pod_spec(json!({"volumes": [{"name": "lifeguard", "downwardAPI": {"items": [{
+            "path": "maintenance-notice",
+            "fieldRef": {"fieldPath": format!("metadata.annotations['{MAINTENANCE_NOTICE_ANNOTATION}']")}
+        }]}}]}))
+        .build()
 }
 
 fn window(

@@ -14,11 +14,12 @@ use serde_json::json;
 
 const TIMEOUT: Duration = Duration::from_secs(90);
 
+/// The stranger's pod: the same sleeper a workspace runs.
 fn sleeper() -> serde_json::Value {
     json!({
         "terminationGracePeriodSeconds": 1,
         "containers": [{"name": "main", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
-                        "command": ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]}]
+                        "command": ["sh", "-c", lifeguard_e2e::SLEEP_COMMAND]}]
     })
 }
 
@@ -41,10 +42,7 @@ async fn a_strangers_pod_of_the_same_name_is_left_alone() {
             "spec": sleeper(),
         }))?;
         let stranger = pods.create(&PostParams::default(), &stranger).await?;
-        let ws: Workspace = serde_json::from_value(json!({
-            "metadata": {"name": "sam"},
-            "spec": {"podTemplate": {"spec": sleeper()}}
-        }))?;
+        let ws = lifeguard_e2e::workspace("sam").build()?;
         workspaces.create(&PostParams::default(), &ws).await?;
 
         let waiting = wait_for(

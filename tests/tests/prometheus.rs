@@ -156,10 +156,7 @@ async fn a_denied_workspace_start_moves_the_webhook_denial_counter() {
             // The webhook decides from its watch cache: retry until the window is in it.
             let workspaces = &workspaces;
             poll_until("a denial naming the window", Duration::from_secs(15), || async move {
-                let ws: Workspace = serde_json::from_value(json!({
-                    "metadata": {"name": unique_name("denied")},
-                    "spec": {"podTemplate": {"spec": {"containers": [{"name": "ide", "image": lifeguard_e2e::BUSYBOX_IMAGE}]}}}
-                }))?;
+                let ws = lifeguard_e2e::workspace(&unique_name("denied")).build()?;
                 match workspaces.create(&PostParams::default(), &ws).await {
                     Err(kube::Error::Api(s)) if s.code == 403 && s.message.contains("prometheus e2e") => Ok(Some(())),
                     other => bail!("expected a denial naming the window, got {other:?}"),

@@ -23,22 +23,11 @@ const TIMEOUT: Duration = Duration::from_secs(90);
 /// A sleeping workspace whose pod spec also has `spec` (merged over the defaults) and whose
 /// one container also has `container`.
 fn workspace(name: &str, spec: Value, container: Value) -> anyhow::Result<Workspace> {
-    let mut ide = json!({"name": "ide", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
-                         "command": ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"],
-                         "resources": {"requests": {"cpu": "1m", "memory": "4Mi"}}});
-    merge(&mut ide, container);
-    let mut pod = json!({"terminationGracePeriodSeconds": 1, "containers": [ide]});
-    merge(&mut pod, spec);
-    Ok(serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "spec": {"podTemplate": {"spec": pod}}
-    }))?)
-}
-
-fn merge(into: &mut Value, from: Value) {
-    if let (Some(into), Value::Object(from)) = (into.as_object_mut(), from) {
-        into.extend(from);
-    }
+    lifeguard_e2e::workspace(name)
+        .small_requests()
+        .ide(container)
+        .pod_spec(spec)
+        .build()
 }
 
 fn phase(ws: &Workspace) -> Option<WorkspacePhase> {

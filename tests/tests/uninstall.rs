@@ -13,7 +13,7 @@ use kube::api::{Api, ListParams, PostParams};
 use kube::{Client, ResourceExt};
 use lifeguard_api::Workspace;
 use lifeguard_api::names::{NODE_CONDITION, NODE_TAINT_KEY, POD_FINALIZER, WORKSPACE_FINALIZER};
-use lifeguard_e2e::{BUSYBOX_IMAGE, apply_crds, client, poll_until, unique_name, wait_settled};
+use lifeguard_e2e::{apply_crds, client, poll_until, unique_name, wait_settled, workspace};
 use serde_json::json;
 
 fn repo() -> PathBuf {
@@ -77,9 +77,7 @@ async fn a_running_workspace(client: &Client, ns: &str) -> anyhow::Result<()> {
         .create(&PostParams::default(), &namespace)
         .await?;
     let workspaces: Api<Workspace> = Api::namespaced(client.clone(), ns);
-    let ws: Workspace = serde_json::from_value(json!({"metadata": {"name": "kept"},
-        "spec": {"podTemplate": {"spec": {"terminationGracePeriodSeconds": 1, "containers": [{"name": "ide",
-            "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never", "command": ["sleep", "3600"]}]}}}}))?;
+    let ws = workspace("kept").build()?;
     workspaces.create(&PostParams::default(), &ws).await?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let pods = &pods;

@@ -9,15 +9,9 @@ use lifeguard_api::maintenance::MaintenanceWindow;
 use lifeguard_api::workspace::Workspace;
 use lifeguard_e2e::{
     BUSYBOX_IMAGE, apply_crds, close_window, open_window, poll_until, unique_name, with_namespace,
+    workspace,
 };
 use serde_json::{Value, json};
-
-fn workspace(name: &str) -> anyhow::Result<Workspace> {
-    Ok(serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "spec": {"podTemplate": {"spec": {"containers": [{"name": "ide", "image": BUSYBOX_IMAGE}]}}}
-    }))?)
-}
 
 /// A pod that is never started: bound to a node that does not exist.
 fn parked_pod(name: &str, labels: Value, finalizers: Value) -> anyhow::Result<Pod> {
@@ -64,7 +58,7 @@ async fn active_window_denies_workspace_starts_until_it_ends() {
 
         let (code, message) = denial(
             workspaces
-                .create(&PostParams::default(), &workspace("alice")?)
+                .create(&PostParams::default(), &workspace("alice").build()?)
                 .await,
         )?;
         assert_eq!(code, 403, "{message}");
@@ -92,7 +86,7 @@ async fn active_window_denies_workspace_starts_until_it_ends() {
             "admitted once the window ends",
             Duration::from_secs(40),
             async || match workspaces
-                .create(&PostParams::default(), &workspace("alice")?)
+                .create(&PostParams::default(), &workspace("alice").build()?)
                 .await
             {
                 Ok(_) => Ok(Some(Timestamp::now())),

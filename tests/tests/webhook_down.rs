@@ -9,23 +9,12 @@ use k8s_openapi::api::core::v1::Endpoints;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    BUSYBOX_IMAGE, Component, LIFEGUARD_NAMESPACE, poll_until, wait_for, wait_gone,
-    wait_ready_pods, with_namespace,
+    Component, LIFEGUARD_NAMESPACE, poll_until, wait_for, wait_gone, wait_ready_pods,
+    with_namespace, workspace,
 };
 use serde_json::json;
 
 const TIMEOUT: Duration = Duration::from_secs(90);
-
-fn workspace(name: &str) -> anyhow::Result<Workspace> {
-    Ok(serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "spec": {"podTemplate": {"spec": {
-            "terminationGracePeriodSeconds": 1,
-            "containers": [{"name": "ide", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
-                            "command": ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]}]
-        }}}
-    }))?)
-}
 
 async fn scale_webhook(client: &kube::Client, replicas: i32) -> anyhow::Result<()> {
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), LIFEGUARD_NAMESPACE);
@@ -46,7 +35,7 @@ async fn deleting_a_workspace_needs_no_webhook_but_creating_one_does() {
     with_namespace("webhook-down", |client, ns| async move {
         let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
         workspaces
-            .create(&PostParams::default(), &workspace("quinn")?)
+            .create(&PostParams::default(), &workspace("quinn").build()?)
             .await?;
         wait_for(&workspaces, "quinn", TIMEOUT, "Running", |w| {
             w.status.as_ref().and_then(|s| s.phase) == Some(WorkspacePhase::Running)
@@ -72,7 +61,7 @@ async fn deleting_a_workspace_needs_no_webhook_but_creating_one_does() {
             wait_gone(&workspaces, "quinn", TIMEOUT).await?;
             // Creating is the gate, and it fails closed.
             let refused = workspaces
-                .create(&PostParams::default(), &workspace("rita")?)
+                .create(&PostParams::default(), &workspace("rita").build()?)
                 .await;
             match refused {
                 Err(kube::Error::Api(s)) => anyhow::ensure!(

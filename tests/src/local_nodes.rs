@@ -69,8 +69,11 @@ impl Drop for StoppedNode {
     }
 }
 
-/// Waits until every node is Ready and every pod of lifeguard is Ready: a disruptive test
-/// starts from a settled cluster, whatever the test before it stopped or restarted.
+/// Waits until every node is Ready, every pod of lifeguard is Ready and no earlier test's
+/// namespace is still being torn down: a disruptive test starts from a settled cluster,
+/// whatever the test before it stopped or restarted. (A kubelet restarted while a pod of
+/// a namespace being deleted terminates can find the pod's secret gone; the kubelet of
+/// Kubernetes 1.20 then never finishes that pod, and its namespace never goes.)
 pub async fn wait_settled(client: &kube::Client) -> anyhow::Result<()> {
     use k8s_openapi::api::core::v1::{Node, Pod};
     use kube::Api;
@@ -81,7 +84,7 @@ pub async fn wait_settled(client: &kube::Client) -> anyhow::Result<()> {
     let nodes: Api<Node> = Api::all(client.clone());
     let pods: Api<Pod> = Api::namespaced(client.clone(), crate::LIFEGUARD_NAMESPACE);
     crate::poll_until(
-        "every node and every lifeguard pod Ready",
+        "every node and lifeguard pod Ready, no test namespace going",
         std::time::Duration::from_secs(180),
         || async {
             let mut waiting = Vec::new();
@@ -103,6 +106,13 @@ pub async fn wait_settled(client: &kube::Client) -> anyhow::Result<()> {
                 });
                 if pod.metadata.deletion_timestamp.is_some() || !ready(conditions.as_ref()) {
                     waiting.push(format!("pod {:?}", pod.metadata.name));
+                }
+            }
+            let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+            let params = kube::api::ListParams::default().labels(crate::NAMESPACE_LABEL);
+            for ns in namespaces.list(&params).await?.items {
+                if ns.metadata.deletion_timestamp.is_some() {
+                    waiting.push(format!("namespace {:?} going", ns.metadata.name));
                 }
             }
             if waiting.is_empty() {

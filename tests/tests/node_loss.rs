@@ -15,8 +15,8 @@ use lifeguard_api::names::POD_FINALIZER;
 use lifeguard_api::workspace::condition;
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    SECOND_NODE, StoppedNode, poll_until, wait_for, wait_gone, with_namespace, workspace,
-    workspace_event_reasons,
+    SECOND_NODE, StoppedNode, poll_until, wait_for, wait_gone, wait_settled, with_namespace,
+    workspace, workspace_event_reasons,
 };
 use serde_json::json;
 
@@ -60,6 +60,7 @@ async fn finalizer_released(pods: &Api<Pod>, pod: &str) -> anyhow::Result<bool> 
 #[ignore = "disruptive: stops a node; test-all runs it alone"]
 async fn a_lost_node_is_reported_never_keeps_a_pod_and_its_workspaces_recover_or_stop() {
     with_namespace("node-loss", |client: Client, ns| async move {
+        wait_settled(&client).await?;
         let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
         let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
         // `stays` is kept through the loss and must recover; `leaves` is deleted while the

@@ -302,7 +302,7 @@ async fn reconcile_plan(
             let note = status
                 .conditions
                 .iter()
-                .find(|c| c.type_ == "Failed")
+                .find(|c| c.type_ == lifeguard_api::workspace::condition::FAILED)
                 .map(|c| c.message.clone())
                 .unwrap_or_default();
             event(ctx, ws, EventType::Warning, "GaveUp", note).await;

@@ -119,26 +119,13 @@ fn crate_roots(package: &Path) -> BTreeSet<PathBuf> {
 
 /// Every file reachable from the roots through `mod` declarations.
 fn reachable(roots: &BTreeSet<PathBuf>) -> BTreeSet<PathBuf> {
-    let mut seen = BTreeSet::new();
-    let mut stack: Vec<PathBuf> = roots.iter().cloned().collect();
-    while let Some(file) = stack.pop() {
-        let Ok(canonical) = file.canonicalize() else {
-            continue;
-        };
-        if !seen.insert(canonical) {
-            continue;
-        }
-        let source = fs::read_to_string(&file).unwrap_or_default();
-        for decl in mod_decls(&source) {
-            if let Some(found) = candidates(&file, &decl, roots)
-                .into_iter()
-                .find(|c| c.is_file())
-            {
-                stack.push(found);
-            }
-        }
-    }
-    seen
+    let declared = declarations(roots).into_iter().map(|(_, file)| file);
+    roots
+        .iter()
+        .cloned()
+        .chain(declared)
+        .filter_map(|f| f.canonicalize().ok())
+        .collect()
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -288,7 +275,11 @@ fn declarations(roots: &BTreeSet<PathBuf>) -> Vec<(PathBuf, PathBuf)> {
     let mut seen = BTreeSet::new();
     let mut stack: Vec<PathBuf> = roots.iter().cloned().collect();
     while let Some(file) = stack.pop() {
-        if !seen.insert(file.clone()) {
+        // Canonical: `a/../b.rs` and `b.rs` are one file, read once.
+        let Ok(canonical) = file.canonicalize() else {
+            continue;
+        };
+        if !seen.insert(canonical) {
             continue;
         }
         let source = fs::read_to_string(&file).unwrap_or_default();

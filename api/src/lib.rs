@@ -7,6 +7,7 @@ pub mod disposal;
 pub mod drain;
 pub mod maintenance;
 pub mod names;
+pub mod node_scope;
 pub mod notice;
 pub mod rejection;
 pub mod schedule;

@@ -1,6 +1,7 @@
 //! The `MaintenanceWindow` custom resource: when no new workspace may start.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, Time};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -21,6 +22,8 @@ use serde::{Deserialize, Serialize};
     printcolumn = r#"{"name":"Next Start","type":"string","jsonPath":".status.nextOccurrence.start"}"#,
     printcolumn = r#"{"name":"Drain","type":"boolean","jsonPath":".spec.drain"}"#,
     printcolumn = r#"{"name":"Remaining","type":"integer","jsonPath":".status.workspacesRemaining"}"#,
+    printcolumn = r#"{"name":"In Flight","type":"integer","jsonPath":".status.workspacesInFlight","priority":1}"#,
+    printcolumn = r#"{"name":"Paused","type":"boolean","jsonPath":".spec.drainPaused","priority":1}"#,
     printcolumn = r#"{"name":"Notified","type":"integer","jsonPath":".status.workspacesNotified","priority":1}"#,
     printcolumn = r#"{"name":"Suspended","type":"boolean","jsonPath":".spec.suspend","priority":1}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
@@ -59,6 +62,21 @@ pub struct MaintenanceWindowSpec {
     /// Workspace, an annotation on its pod), for example `15m`. At most 7 days.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notice: Option<String>,
+    /// Nodes covered (by the Node's labels), combined with the other selectors: while the
+    /// window is active, covered workspace pods are kept off these nodes instead of being
+    /// denied, `drain` stops only covered workspaces running on them, and each selected
+    /// node carries `lifeguard.dev/drained`. Absent: the whole cluster, as without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<LabelSelector>,
+    /// With `drain`: at most this many covered workspaces are being stopped at once (until
+    /// their pod is gone), an integer such as `2` or a percentage such as `25%` of the
+    /// workspaces the window drains. Absent: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrent_drains: Option<IntOrString>,
+    /// With `drain`: start no new stops (those in flight finish); the window's other
+    /// effects stay.
+    #[serde(default)]
+    pub drain_paused: bool,
     /// Let the controller re-create rejected pods of already-admitted workspaces during the window.
     #[serde(default)]
     pub allow_recreation: bool,
@@ -79,6 +97,15 @@ pub struct MaintenanceWindowStatus {
     /// While draining: covered workspaces not yet stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspaces_remaining: Option<u32>,
+    /// While draining: covered workspaces this occurrence's drain has stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspaces_drained: Option<u32>,
+    /// While draining: covered workspaces being stopped now (asked to stop, pod not gone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspaces_in_flight: Option<u32>,
+    /// While a node-scoped window is active: each selected node and what is left on it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<NodeDrainStatus>,
     /// From the notice until the occurrence is over: covered workspaces that carry this
     /// window's notice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -94,6 +121,17 @@ pub struct MaintenanceWindowStatus {
 pub struct OccurrenceStatus {
     pub start: Time,
     pub end: Time,
+}
+
+/// One selected node of a node-scoped window.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeDrainStatus {
+    pub node: String,
+    /// Covered workspaces whose pod is still on the node (not yet Stopped or Failed).
+    pub workspaces_left: u32,
+    /// True once no covered workspace pod is left on the node.
+    pub drained: bool,
 }
 
 /// Condition types and reasons the controller maintains on a MaintenanceWindow.

@@ -199,7 +199,11 @@ fn parse_zone(text: Option<&str>, errors: &mut ValidationErrors) -> Option<TimeZ
     }
 }
 
-fn check_selector(field: &str, selector: Option<&LabelSelector>, errors: &mut ValidationErrors) {
+pub(crate) fn check_selector(
+    field: &str,
+    selector: Option<&LabelSelector>,
+    errors: &mut ValidationErrors,
+) {
     let Some(selector) = selector else { return };
     for (i, requirement) in selector.match_expressions.iter().flatten().enumerate() {
         let at = format!("{field}.matchExpressions[{i}]");
@@ -353,7 +357,10 @@ impl MaintenanceWindowSpec {
 }
 
 pub fn validate_maintenance_window(spec: &MaintenanceWindowSpec) -> Result<(), ValidationErrors> {
-    spec.schedule().map(|_| ())
+    let mut errors = spec.schedule().err().unwrap_or_default();
+    // The node scope and drain budget have their own rules (`node_scope::check`).
+    errors.0.extend(crate::node_scope::check(spec).0);
+    errors.into_result(())
 }
 
 pub fn validate_workspace(name: &str, spec: &WorkspaceSpec) -> Result<(), ValidationErrors> {

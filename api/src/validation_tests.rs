@@ -288,3 +288,25 @@ fn object_type_errors_carry_the_json_path() {
         "{message}"
     );
 }
+
+#[test]
+fn node_scope_errors_come_with_the_schedule_errors() {
+    let spec = window(json!({
+        "schedule": "0 22 * * *", "duration": "2h",
+        "nodeSelector": {}, "maxConcurrentDrains": "0%"
+    }));
+    let message = validate_maintenance_window(&spec)
+        .expect_err("empty node selector, budget without drain")
+        .to_string();
+    for part in [
+        "spec.nodeSelector: is empty",
+        "spec.maxConcurrentDrains: \"0%\" must be a percentage between 1% and 100%",
+    ] {
+        assert!(message.contains(part), "{part:?} missing from {message}");
+    }
+    let node_scoped = window(json!({
+        "schedule": "0 22 * * *", "duration": "2h", "drain": true,
+        "nodeSelector": {"matchLabels": {"pool": "a"}}, "maxConcurrentDrains": 1
+    }));
+    assert_eq!(validate_maintenance_window(&node_scoped), Ok(()));
+}

@@ -48,6 +48,14 @@ pub const DISPOSAL_CONFIRMATION_ANNOTATION: &str = "lifeguard.dev/disposal-confi
 /// (`lifeguard_api::disposal::DisposalResult`).
 pub const DISPOSAL_RESULT_ANNOTATION: &str = "lifeguard.dev/disposal-result";
 
+/// Set by the controller on each Node a node-scoped window selects while it is active:
+/// `"false"` while covered workspace pods are left on the node, `"true"` once none is, so
+/// an upgrade tool can wait for it (`docs/operations.md`, "Upgrade one node pool").
+/// Removed when the occurrence ends or the window is deleted or suspended.
+pub const NODE_DRAINED_LABEL: &str = "lifeguard.dev/drained";
+/// Beside [`NODE_DRAINED_LABEL`]: the name of the window that set it.
+pub const NODE_WINDOW_ANNOTATION: &str = "lifeguard.dev/maintenance-window";
+
 /// The Node condition the prober keeps up to date with its verdict.
 pub const NODE_CONDITION: &str = "LifeguardProbesHealthy";
 /// The `NoSchedule` taint the prober may put on its unhealthy node.

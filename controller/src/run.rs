@@ -205,6 +205,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     .reflect(window_writer)
     .touched_objects();
     let window_metrics = metrics.clone();
+    let window_client = context.client.clone();
     let windows = Controller::for_stream(window_events, window_store)
         .graceful_shutdown_on(stopped())
         .run(
@@ -214,6 +215,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         )
         .for_each(move |result| {
             window::reconcile::forget_deleted(&window_metrics, &result);
+            window::node_signal::on_deleted(&window_client, &result);
             futures::future::ready(())
         });
     let reconciling = futures::future::join(workspaces, windows).map(|_| ());

@@ -183,6 +183,11 @@ pub async fn run(client: Client, settings: Settings, metrics: Metrics, every: Du
         if let Err(error) = sweep_once(&client, &settings, &metrics).await {
             tracing::warn!(%error, "sweep failed; trying again next interval");
         }
+        // Node signals of windows deleted while no controller led (or whose immediate
+        // clean-up failed).
+        if let Err(error) = crate::window::node_signal::sweep(&client).await {
+            tracing::warn!(%error, "node signal sweep failed; trying again next interval");
+        }
         crate::memory::release_free_heap();
     }
 }

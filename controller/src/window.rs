@@ -2,5 +2,7 @@
 //! occurrence), its drain and its count of notified workspaces. `plan` decides (pure);
 //! `reconcile` lists the workspaces a page at a time, asks `plan` and writes the answer.
 
+pub mod node_signal;
+pub mod nodes;
 pub mod plan;
 pub mod reconcile;

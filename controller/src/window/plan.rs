@@ -13,44 +13,84 @@ use std::time::Duration;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
-use lifeguard_api::drain::still_remaining;
+use lifeguard_api::drain::{covered, is_done};
 use lifeguard_api::maintenance::{OccurrenceStatus, condition};
 use lifeguard_api::names::DRAINED_BY_ANNOTATION;
 use lifeguard_api::schedule::Occurrence;
 use lifeguard_api::window::CompiledWindow;
 use lifeguard_api::{MaintenanceWindow, MaintenanceWindowStatus, Workspace};
 
+use super::nodes::NodeTally;
 use crate::status::set_condition;
 
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Drain {
-    /// (namespace, name) of covered workspaces not yet asked to stop.
+    /// (namespace, name) of covered workspaces not yet asked to stop; after `limit`, only
+    /// as many as the budget lets start now.
     pub to_stop: Vec<(String, String)>,
     /// Covered workspaces that have not reached Stopped or Failed
     /// (`lifeguard_api::drain::still_remaining`, the rule the CLI lists them by).
     pub remaining: u32,
+    /// Of those, the ones this window asked to stop: their stop is in flight until the
+    /// workspace is Stopped, that is until its pod is released (disposal included).
+    pub in_flight: u32,
+    /// Covered workspaces this window stopped that are done.
+    pub drained: u32,
 }
 
 impl Drain {
     /// Folds one page of Workspaces into the plan, so a drain over 10,000 workspaces never
     /// holds them all at once.
+    /// With `nodes` (a node-scoped window) only workspaces whose pod is on a selected node
+    /// are drained, and those this window already asked to stop stay counted wherever
+    /// they are.
     pub fn add(
         &mut self,
         window: &CompiledWindow,
         workspaces: &[Workspace],
         namespace_labels: &BTreeMap<String, BTreeMap<String, String>>,
+        nodes: Option<&NodeTally>,
     ) {
         for ws in workspaces {
-            if !still_remaining(window, ws, namespace_labels) {
+            let drained_by = ws.annotations().get(DRAINED_BY_ANNOTATION);
+            let ours = drained_by == Some(&window.name);
+            if !covered(window, ws, namespace_labels) || !(ours || on_selected_node(ws, nodes)) {
+                continue;
+            }
+            if is_done(ws) {
+                self.drained += u32::from(ours);
                 continue;
             }
             self.remaining += 1;
-            if !ws.annotations().contains_key(DRAINED_BY_ANNOTATION) {
+            if ours {
+                self.in_flight += 1;
+            } else if drained_by.is_none() {
                 self.to_stop
                     .push((ws.namespace().unwrap_or_default(), ws.name_any()));
             }
         }
     }
+
+    /// Keeps only the stops the budget lets start beside those in flight (none while the
+    /// drain is paused), once every page is in: a percentage needs the whole count.
+    pub fn limit(&mut self, window: &CompiledWindow) {
+        let total = self.drained + self.remaining;
+        if let Some(may_start) = window
+            .budget
+            .may_start(total, self.in_flight, window.drain_paused)
+        {
+            self.to_stop.truncate(may_start as usize);
+        }
+    }
+}
+
+/// Whether `ws`'s pod is on a node the window selects; every workspace without a node scope.
+pub fn on_selected_node(ws: &Workspace, nodes: Option<&NodeTally>) -> bool {
+    let Some(nodes) = nodes else { return true };
+    ws.status
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .is_some_and(|node| nodes.selects(node))
 }
 
 /// Whether `window` drains at `now`; only then is there a plan to build.
@@ -63,13 +103,15 @@ pub fn drain(
     window: &CompiledWindow,
     workspaces: &[Workspace],
     namespace_labels: &BTreeMap<String, BTreeMap<String, String>>,
+    nodes: Option<&NodeTally>,
     now: Timestamp,
 ) -> Option<Drain> {
     if !draining(window, now) {
         return None;
     }
     let mut plan = Drain::default();
-    plan.add(window, workspaces, namespace_labels);
+    plan.add(window, workspaces, namespace_labels, nodes);
+    plan.limit(window);
     Some(plan)
 }
 
@@ -97,6 +139,9 @@ pub struct ValidWindow {
     /// Whether to survey the workspaces: to drain them, to count who was told.
     pub draining: bool,
     pub noticing: bool,
+    /// Whether the window is active and node-scoped: its selected nodes are tallied and
+    /// marked.
+    pub node_scoped: bool,
     /// Whether the status said Drained before this pass (only a new one is announced).
     pub was_drained: bool,
 }
@@ -108,15 +153,24 @@ pub struct Survey {
     pub drain: Option<Drain>,
     /// While the window gives notice: workspaces that carry it.
     pub notified: Option<u32>,
+    /// While a node-scoped window is active: what is left on each selected node.
+    pub nodes: Option<NodeTally>,
 }
 
 impl Survey {
     /// An empty survey, with a tally for each thing `valid` asks to be counted.
-    pub fn for_window(valid: &ValidWindow) -> Self {
+    /// `nodes` is the tally of the selected nodes when `valid.node_scoped`.
+    pub fn for_window(valid: &ValidWindow, nodes: Option<NodeTally>) -> Self {
         Self {
             drain: valid.draining.then(Drain::default),
             notified: valid.noticing.then_some(0),
+            nodes: nodes.filter(|_| valid.node_scoped),
         }
+    }
+
+    /// Whether there is anything to look at the workspaces for.
+    pub fn wanted(&self) -> bool {
+        self.drain.is_some() || self.notified.is_some() || self.nodes.is_some()
     }
 
     /// Folds one page of Workspaces in.
@@ -127,7 +181,18 @@ impl Survey {
         namespace_labels: &BTreeMap<String, BTreeMap<String, String>>,
     ) {
         if let Some(drain) = self.drain.as_mut() {
-            drain.add(window, page, namespace_labels);
+            drain.add(window, page, namespace_labels, self.nodes.as_ref());
+        }
+        if let Some(nodes) = self.nodes.as_mut() {
+            for ws in page {
+                let node = ws.status.as_ref().and_then(|s| s.node_name.as_deref());
+                if let Some(node) = node
+                    && covered(window, ws, namespace_labels)
+                    && !is_done(ws)
+                {
+                    nodes.count(node);
+                }
+            }
         }
         if let Some(count) = self.notified.as_mut() {
             *count += page
@@ -208,6 +273,7 @@ pub fn check_spec(mw: &MaintenanceWindow, now: Timestamp) -> SpecCheck {
     SpecCheck::Valid(Box::new(ValidWindow {
         draining: draining(&window, now),
         noticing: window.noticed_occurrence(now).is_some(),
+        node_scoped: window.node_scoped() && window.active_at(now).is_some(),
         requeue: until_change.clamp(Duration::from_secs(1), IDLE_POLL),
         window,
         status,
@@ -237,6 +303,11 @@ pub fn settle(
         ..
     } = valid;
     status.workspaces_notified = survey.notified;
+    status.nodes = survey
+        .nodes
+        .as_ref()
+        .map(NodeTally::status)
+        .unwrap_or_default();
     if survey.notified.is_some() {
         requeue = requeue.min(NOTICE_POLL);
     }
@@ -244,6 +315,8 @@ pub fn settle(
     match &survey.drain {
         Some(drain) => {
             status.workspaces_remaining = Some(drain.remaining);
+            status.workspaces_drained = Some(drain.drained);
+            status.workspaces_in_flight = Some(drain.in_flight + drain.to_stop.len() as u32);
             let drained = drain.remaining == 0;
             let message = if drained {
                 "every covered workspace has stopped".to_string()
@@ -270,6 +343,8 @@ pub fn settle(
         }
         None => {
             status.workspaces_remaining = None;
+            status.workspaces_drained = None;
+            status.workspaces_in_flight = None;
             status.conditions.retain(|c| c.type_ != condition::DRAINED);
         }
     }
@@ -350,7 +425,7 @@ mod tests {
                 json!({}),
             ),
         ];
-        let plan = drain(&draining, &workspaces, &namespaces, now).expect("draining");
+        let plan = drain(&draining, &workspaces, &namespaces, None, now).expect("draining");
         assert_eq!(
             plan.to_stop,
             vec![
@@ -362,10 +437,13 @@ mod tests {
 
         let no_drain =
             window(json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z"}));
-        assert_eq!(super::drain(&no_drain, &workspaces, &namespaces, now), None);
+        assert_eq!(
+            super::drain(&no_drain, &workspaces, &namespaces, None, now),
+            None
+        );
         let later: Timestamp = "2026-12-01T23:30:00Z".parse().expect("time");
         assert_eq!(
-            super::drain(&draining, &workspaces, &namespaces, later),
+            super::drain(&draining, &workspaces, &namespaces, None, later),
             None,
             "not after the window"
         );
@@ -414,10 +492,11 @@ mod tests {
             "lastTransitionTime": "2026-12-01T22:10:00Z"}]});
         let drain = |remaining| Survey {
             drain: Some(Drain {
-                to_stop: vec![],
                 remaining,
+                ..Drain::default()
             }),
             notified: None,
+            nodes: None,
         };
         // (what, window, survey, want: remaining, Drained condition, Event?, requeue at most)
         type Want = (
@@ -457,6 +536,7 @@ mod tests {
                 Survey {
                     drain: None,
                     notified: Some(3),
+                    nodes: None,
                 },
                 (None, None, false, NOTICE_POLL),
             ),
@@ -481,3 +561,7 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "plan_budget_tests.rs"]
+mod plan_budget_tests;

@@ -18,6 +18,8 @@ use lifeguard_api::{MaintenanceWindow, Workspace};
 use lifeguard_runtime::pages::Pages;
 use serde_json::json;
 
+use super::node_signal;
+use super::nodes::{NodeMeta, NodeTally};
 use super::plan::{self, IDLE_POLL, SpecCheck, Survey, ValidWindow};
 use crate::metrics::Metrics;
 use crate::{Context, Error, FIELD_MANAGER};
@@ -39,13 +41,17 @@ async fn namespace_labels(
         .collect())
 }
 
-/// One pass over the Workspaces serves both the drain and the count of notified ones.
-async fn survey(ctx: &Context, valid: &ValidWindow) -> Result<Survey, Error> {
-    let mut survey = Survey::for_window(valid);
-    if survey.drain.is_none() && survey.notified.is_none() {
+/// One pass over the Workspaces serves the drain, the count of notified ones and the
+/// per-node tally.
+async fn survey(ctx: &Context, valid: &ValidWindow, nodes: &[NodeMeta]) -> Result<Survey, Error> {
+    let tally = valid
+        .node_scoped
+        .then(|| NodeTally::for_nodes(&valid.window, nodes));
+    let mut survey = Survey::for_window(valid, tally);
+    if !survey.wanted() {
         return Ok(survey);
     }
-    let namespaces = if valid.draining {
+    let namespaces = if valid.draining || valid.node_scoped {
         namespace_labels(ctx).await?
     } else {
         BTreeMap::new()
@@ -54,6 +60,9 @@ async fn survey(ctx: &Context, valid: &ValidWindow) -> Result<Survey, Error> {
     let mut pages = Pages::new(ListParams::default().limit(PAGE));
     while let Some(page) = pages.next(&api).await? {
         survey.add(&valid.window, &page, &namespaces);
+    }
+    if let Some(drain) = survey.drain.as_mut() {
+        drain.limit(&valid.window);
     }
     Ok(survey)
 }
@@ -67,12 +76,16 @@ pub async fn reconcile_window(
     let now = Timestamp::now();
     let valid = match plan::check_spec(&mw, now) {
         SpecCheck::Invalid(status) => {
+            // Not enforced, so it marks no node.
+            let marked = node_signal::list(&ctx.client, false).await?;
+            node_signal::apply(&ctx.client, &name, None, &marked).await?;
             write_status(&windows, &name, &status).await?;
             return Ok(Requeue::requeue(IDLE_POLL));
         }
         SpecCheck::Valid(valid) => *valid,
     };
-    let survey = survey(&ctx, &valid).await?;
+    let nodes = node_signal::list(&ctx.client, valid.node_scoped).await?;
+    let survey = survey(&ctx, &valid, &nodes).await?;
     if let Some(drain) = &survey.drain {
         for (namespace, ws) in &drain.to_stop {
             let api: Api<Workspace> = Api::namespaced(ctx.client.clone(), namespace);
@@ -82,6 +95,7 @@ pub async fn reconcile_window(
             tracing::info!(window = %name, workspace = %ws, %namespace, "draining workspace");
         }
     }
+    node_signal::apply(&ctx.client, &name, survey.nodes.as_ref(), &nodes).await?;
     record_metrics(&ctx.metrics, &name, &survey);
     let settled = plan::settle(valid, &survey, mw.metadata.generation, now);
     if Some(&settled.status) != mw.status.as_ref() {

@@ -173,16 +173,24 @@ fn workspace_labels(request: &AdmissionRequest) -> BTreeMap<String, String> {
     labels(object)
 }
 
-/// Denies while a covering window is active; names the window that stays longest.
+/// Whether `window` covers the request's workspace; while the namespace's labels are
+/// unknown, the namespaceSelector is taken to match (fail closed).
+fn covers(request_labels: &BTreeMap<String, String>, ctx: &Inputs, w: &CompiledWindow) -> bool {
+    match ctx.namespace {
+        NamespaceLabels::Known(labels) => w.covers(labels, request_labels),
+        NamespaceLabels::Unknown { .. } => w.covers_workspace(request_labels),
+    }
+}
+
+/// Denies while a covering window is active; names the window that stays longest. A
+/// node-scoped window denies nothing: it steers pods off its nodes (`mutate`).
 fn gate(request: &AdmissionRequest, ctx: &Inputs, recreation: bool) -> Decision {
     let workspace_labels = workspace_labels(request);
-    let covers = |w: &CompiledWindow| match ctx.namespace {
-        NamespaceLabels::Known(labels) => w.covers(labels, &workspace_labels),
-        NamespaceLabels::Unknown { .. } => w.covers_workspace(&workspace_labels),
-    };
+    let covers = |w: &CompiledWindow| covers(&workspace_labels, ctx, w);
     let blocking = ctx
         .windows
         .iter()
+        .filter(|w| !w.node_scoped())
         .filter(|w| !(recreation && w.allow_recreation))
         .filter(|w| covers(w))
         .filter_map(|w| w.active_at(ctx.now).map(|occurrence| (w, occurrence)))
@@ -236,8 +244,9 @@ fn add(tokens: &[&str], value: Value) -> Decision {
 }
 
 /// Stamps the disposal finalizer on a workspace pod at creation, keeping every other
-/// finalizer where it is.
-pub fn mutate(request: &AdmissionRequest) -> Decision {
+/// finalizer where it is, and keeps it off the nodes of every active node-scoped window
+/// that covers it (`steer`).
+pub fn mutate(request: &AdmissionRequest, ctx: &Inputs) -> Decision {
     if request.operation != Operation::Create || subject(request) != Subject::WorkspacePod {
         return Decision::Allow;
     }
@@ -251,6 +260,22 @@ pub fn mutate(request: &AdmissionRequest) -> Decision {
         Some(Value::Array(_)) => add(&["metadata", "finalizers", "-"], json!(POD_FINALIZER)),
         // The API server would refuse this pod anyway; leave the error to it.
         Some(_) => Decision::Allow,
+    };
+    let workspace_labels = workspace_labels(request);
+    let steering: Vec<&CompiledWindow> = ctx
+        .windows
+        .iter()
+        .filter(|w| w.node_scoped() && w.active_at(ctx.now).is_some())
+        .filter(|w| covers(&workspace_labels, ctx, w))
+        .collect();
+    let steer = crate::steer::steer(pod, &steering);
+    match finalizer {
+        _ if steer.is_empty() => finalizer,
+        Decision::Patch(mut patch) => {
+            patch.0.extend(steer);
+            Decision::Patch(patch)
+        }
+        _ => Decision::Patch(json_patch::Patch(steer)),
     }
 }
 

@@ -492,8 +492,14 @@ fn finalizer_stamping() {
             Decision::Allow,
         ),
     ];
+    let context = Inputs {
+        windows: &[],
+        namespace: &NamespaceLabels::Known(BTreeMap::new()),
+        now: NOW.parse::<Timestamp>().expect("time"),
+        recreation_users: &[],
+    };
     for (name, request, expected) in cases {
-        assert_eq!(mutate(&request), expected, "{name}");
+        assert_eq!(mutate(&request, &context), expected, "{name}");
     }
 }
 

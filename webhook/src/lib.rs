@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod review;
 pub mod rotation;
 pub mod server;
+pub mod steer;
 #[cfg(test)]
 mod tls_test_support;
 

@@ -57,7 +57,8 @@ pub struct AdmissionRequest {
     pub namespace: Option<String>,
     pub name: Option<String>,
     /// The parts of `object` the decisions read: `metadata` (without `managedFields`) and,
-    /// for lifeguard's own kinds, `spec`. Other fields (a pod's spec, status) are skipped.
+    /// for lifeguard's own kinds, `spec`; of a pod's spec only `affinity`. Other fields
+    /// (the rest of a pod's spec, status) are skipped.
     pub object: Option<Value>,
     pub username: String,
     /// UPDATE only: `object.spec` is byte for byte `oldObject.spec` (both absent counts as
@@ -171,9 +172,10 @@ fn checked(review: WireReview) -> Result<AdmissionRequest, ReviewError> {
             _ => false,
         };
     let wants_spec = request.kind.group == GROUP;
+    let pod = request.kind.group.is_empty() && request.kind.kind == "Pod";
     let object = request
         .object
-        .map(|o| decoded_object(&o, wants_spec))
+        .map(|o| decoded_object(&o, wants_spec, pod))
         .transpose()
         .map_err(|e| ReviewError::MalformedRequest(format!("object: {e}")))?;
     Ok(AdmissionRequest {
@@ -267,7 +269,17 @@ impl<'de: 'a, 'a> Deserialize<'de> for ObjectParts<'a> {
 
 /// Builds the value the decisions read from the raw parts. A `metadata` that is not a JSON
 /// object is dropped (the decisions then see no labels), as the old full parse did.
-fn decoded_object(raw: &ObjectParts, with_spec: bool) -> Result<Value, serde_json::Error> {
+/// Of a pod's spec, only what steering reads (`steer.rs`).
+#[derive(Deserialize)]
+struct PodAffinity {
+    affinity: Option<Value>,
+}
+
+fn decoded_object(
+    raw: &ObjectParts,
+    with_spec: bool,
+    pod_affinity: bool,
+) -> Result<Value, serde_json::Error> {
     let mut object = Map::new();
     if let Some(metadata) = raw.metadata.filter(|m| m.get().starts_with('{')) {
         let metadata: Metadata = serde_json::from_str(metadata.get())?;
@@ -275,6 +287,13 @@ fn decoded_object(raw: &ObjectParts, with_spec: bool) -> Result<Value, serde_jso
     }
     if with_spec && let Some(spec) = raw.spec {
         object.insert("spec".into(), serde_json::from_str(spec.get())?);
+    } else if pod_affinity && let Some(spec) = raw.spec {
+        // A spec that is not an object is the API server's to refuse; there is then
+        // nothing to steer by, and no reason to fail the review.
+        let spec = serde_json::from_str::<PodAffinity>(spec.get()).ok();
+        if let Some(affinity) = spec.and_then(|s| s.affinity) {
+            object.insert("spec".into(), serde_json::json!({ "affinity": affinity }));
+        }
     }
     Ok(Value::Object(object))
 }

@@ -178,23 +178,22 @@ async fn admit(state: &AppState, webhook: Webhook, body: &[u8]) -> Response {
 }
 
 async fn decide(state: &AppState, webhook: Webhook, request: &AdmissionRequest) -> Decision {
+    // Resolved before reading the windows, so a slow lookup decides on fresh ones. The
+    // mutating webhook needs them too: a node-scoped window steers the pods it covers.
+    let namespace = state
+        .caches
+        .namespace_labels(request.namespace.as_deref())
+        .await;
+    let windows = state.caches.windows();
+    let context = Inputs {
+        windows: &windows,
+        namespace: &namespace,
+        now: Timestamp::now(),
+        recreation_users: &state.recreation_users,
+    };
     match webhook {
-        Webhook::Mutate => decision::mutate(request),
-        Webhook::Validate => {
-            // Resolved before reading the windows, so a slow lookup decides on fresh ones.
-            let namespace = state
-                .caches
-                .namespace_labels(request.namespace.as_deref())
-                .await;
-            let windows = state.caches.windows();
-            let context = Inputs {
-                windows: &windows,
-                namespace: &namespace,
-                now: Timestamp::now(),
-                recreation_users: &state.recreation_users,
-            };
-            decision::validate(request, &context)
-        }
+        Webhook::Mutate => decision::mutate(request, &context),
+        Webhook::Validate => decision::validate(request, &context),
     }
 }
 

@@ -55,7 +55,7 @@ fn decide_all(body: &[u8]) {
             now: Timestamp::now(),
             recreation_users: &[],
         };
-        for outcome in [validate(&request, &context), mutate(&request)] {
+        for outcome in [validate(&request, &context), mutate(&request, &context)] {
             let review = review::response(&request.uid, &outcome).expect("a patch serializes");
             let response = serde_json::to_value(review).expect("a review serializes");
             assert_eq!(

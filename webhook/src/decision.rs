@@ -250,11 +250,11 @@ pub fn mutate(request: &AdmissionRequest, ctx: &Inputs) -> Decision {
     if request.operation != Operation::Create || subject(request) != Subject::WorkspacePod {
         return Decision::Allow;
     }
-    let finalizers = request
-        .object
-        .as_ref()
-        .and_then(|o| o.pointer("/metadata/finalizers"));
-    match finalizers {
+    let Some(pod) = request.object.as_ref() else {
+        return Decision::Allow;
+    };
+    let finalizers = pod.pointer("/metadata/finalizers");
+    let finalizer = match finalizers {
         None | Some(Value::Null) => add(&["metadata", "finalizers"], json!([POD_FINALIZER])),
         Some(Value::Array(list)) if list.iter().any(|f| f == POD_FINALIZER) => Decision::Allow,
         Some(Value::Array(_)) => add(&["metadata", "finalizers", "-"], json!(POD_FINALIZER)),

@@ -3,6 +3,7 @@
 //! against a cluster lives in `lifeguard-runtime` and the deployables.
 
 pub mod crd;
+pub mod cron;
 pub mod disposal;
 pub mod drain;
 pub mod maintenance;

@@ -1,27 +1,29 @@
 //! When is a maintenance window active? Pure functions of the schedule and an instant.
 //!
-//! A recurring window is a 5-field cron expression matched against the *wall clock* of its
-//! time zone, plus a duration of elapsed time. Daylight-saving days follow Vixie cron,
-//! which is what a person reading "every Saturday at 02:30" expects:
+//! A recurring window is a schedule in Kubernetes CronJob's language (`crate::cron`)
+//! matched against the *wall clock* of its time zone, plus a duration of elapsed time.
+//! Daylight-saving days follow lifeguard's rule, which is what a person reading "every
+//! Saturday at 02:30" expects, and under which a window is never skipped:
 //!
 //! * a start time that does not exist that day (the clock jumps from 02:00 to 03:00) starts
-//!   at the first instant after the jump (03:00 new time): the window is not skipped, and
+//!   at the jump itself (03:00 new time), also when it is the jump's first minute (02:00):
 //!   several skipped start times that land on that instant make one occurrence;
 //! * a start time that exists twice (the clock goes back from 02:00 to 01:00) starts once,
-//!   at the first of the two instants;
+//!   at the first of the two instants; this holds for every start time in the repeated
+//!   hour, also those of a wildcard hour (`*/30 * * * *`), which Vixie cron would run in
+//!   both passes;
 //! * the duration is elapsed time, not wall-clock arithmetic: a 2h window opening at 01:30
 //!   on the night the clock goes back from 02:00 to 01:00 closes two real hours later, at
 //!   02:30 new time.
 //!
-//! Day-of-month and day-of-week combine as in Kubernetes CronJob: a day field is
-//! unrestricted only when it is `*` or `?` (also `*/1`, or in a list); `*/2` is restricted.
-//! When both are restricted a day matching either one matches; otherwise a day must match
-//! the restricted one. `crate::validation` rewrites the fields so croner follows this rule.
+//! (CronJob's own cron library skips a start time that does not exist that day; a
+//! maintenance window must not be skipped, so lifeguard keeps the rule above.)
 
-use croner::Cron;
-use jiff::civil::DateTime;
+use jiff::civil::{Date, DateTime};
 use jiff::tz::{AmbiguousOffset, TimeZone};
 use jiff::{SignedDuration, Timestamp};
+
+use crate::cron::{CronSpec, Extension};
 
 /// One opening of a window: `start <= t < end`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,18 +46,19 @@ pub enum Schedule {
 
 #[derive(Debug, Clone)]
 pub struct Recurring {
-    cron: Cron,
+    cron: CronSpec,
     duration: SignedDuration,
     zone: TimeZone,
 }
 
-/// Enough steps to walk over any cluster of wall-clock matches that map before `t` (a
-/// minutely schedule across a three-hour DST shift); no input can loop longer.
-const MAX_STEPS: usize = 400;
+/// How far ahead to look for the next occurrence: 29 February on a Monday, or on any day
+/// of a century year that is no leap year (2100), is up to eight years away; anything
+/// rarer never matches.
+const SEARCH_DAYS: usize = 366 * 9;
 
 impl Recurring {
     /// `duration` must be positive; the validation in `crate::validation` ensures it.
-    pub(crate) fn new(cron: Cron, duration: SignedDuration, zone: TimeZone) -> Self {
+    pub(crate) fn new(cron: CronSpec, duration: SignedDuration, zone: TimeZone) -> Self {
         Self {
             cron,
             duration,
@@ -67,18 +70,29 @@ impl Recurring {
         self.duration
     }
 
+    /// Schedule syntax in use that Kubernetes CronJob does not accept.
+    pub fn extensions(&self) -> Vec<Extension> {
+        self.cron.extensions()
+    }
+
     /// The instant a wall-clock start time means, by the rule in the module docs.
+    ///
+    /// Wall times map to instants in order (a gap collapses onto the jump, a fold takes
+    /// its first pass), which is what lets the searches below stop at the first match.
     fn start_of(&self, wall: DateTime) -> Option<Timestamp> {
         let ambiguous = self.zone.to_ambiguous_timestamp(wall);
         match ambiguous.offset() {
             AmbiguousOffset::Unambiguous { offset }
             | AmbiguousOffset::Fold { before: offset, .. } => offset.to_timestamp(wall).ok(),
-            AmbiguousOffset::Gap { before, .. } => {
-                // Read with the old offset the wall time lies past the jump; the jump
-                // itself is the transition just before that instant.
-                let past_jump = before.to_timestamp(wall).ok()?;
+            AmbiguousOffset::Gap { after, .. } => {
+                // Read with the new offset the wall time lies before the jump, by less
+                // than the gap; the jump is the first transition after that instant. (Read
+                // with the old offset it lies at or after the jump, and exactly on it when
+                // the start is the gap's first minute: a search for the transition before
+                // it would then find the previous one.)
+                let before_jump = after.to_timestamp(wall).ok()?;
                 self.zone
-                    .preceding(past_jump)
+                    .following(before_jump)
                     .next()
                     .map(|transition| transition.timestamp())
             }
@@ -92,56 +106,58 @@ impl Recurring {
         })
     }
 
+    /// Start instants of the matching wall times of `date`, earliest first.
+    fn starts_on(&self, date: Date) -> impl DoubleEndedIterator<Item = Timestamp> + '_ {
+        let matches = self.cron.matches_date(date);
+        self.cron
+            .times_of_day()
+            .filter(move |_| matches)
+            .filter_map(move |(h, m)| self.start_of(date.at(h, m, 0, 0)))
+    }
+
     fn active_at(&self, t: Timestamp) -> Option<Occurrence> {
-        let wall_now = t.to_zoned(self.zone.clone()).datetime();
-        // Just after the clock went back, later wall times than now may have happened
-        // already (in the first pass): start the backward walk that much later.
-        let earlier = t.checked_sub(SignedDuration::from_hours(3)).ok()?;
-        let shift = self.zone.to_offset(earlier).seconds() - self.zone.to_offset(t).seconds();
-        let mut cursor = wall_now
-            .checked_add(SignedDuration::from_secs(i64::from(shift.max(0))))
+        // The occurrence in force, if any, is the one that started last at or before t
+        // (all have the same duration). Start a day past today's wall date: just after the
+        // clock went back, later wall times than now's have already happened.
+        let today = t.to_zoned(self.zone.clone()).date();
+        let oldest = t
+            .checked_sub(self.duration)
+            .ok()?
+            .to_zoned(self.zone.clone())
+            .date()
+            .yesterday()
             .ok()?;
-        let mut inclusive = true;
-        for _ in 0..MAX_STEPS {
-            let wall = self
-                .cron
-                .find_previous_occurrence(&cursor, inclusive)
-                .ok()?;
-            let start = self.start_of(wall)?;
-            if start <= t {
+        let mut date = today.tomorrow().ok()?;
+        while date >= oldest {
+            if let Some(start) = self.starts_on(date).rev().find(|start| *start <= t) {
                 return self.occurrence(start).filter(|o| o.contains(t));
             }
-            cursor = wall;
-            inclusive = false;
+            date = date.yesterday().ok()?;
         }
         None
     }
 
     fn next_after(&self, t: Timestamp, n: usize) -> Vec<Occurrence> {
-        let mut found: Vec<Occurrence> = Vec::with_capacity(n);
-        let Ok(from) = t.checked_sub(SignedDuration::from_hours(26)) else {
-            return found;
-        };
-        let mut cursor = from.to_zoned(self.zone.clone()).datetime();
-        let mut inclusive = true;
-        let mut steps = 0;
-        while found.len() < n && steps < MAX_STEPS * 8 {
-            steps += 1;
-            let Ok(wall) = self.cron.find_next_occurrence(&cursor, inclusive) else {
-                break;
-            };
-            cursor = wall;
-            inclusive = false;
-            let Some(start) = self.start_of(wall) else {
-                break;
-            };
-            // Skipped start times collapse onto the end of the jump: keep one.
-            let duplicate = found.last().is_some_and(|o| o.start == start);
-            if start > t && !duplicate {
+        let mut found: Vec<Occurrence> = Vec::with_capacity(n.min(64));
+        let mut date = t.to_zoned(self.zone.clone()).date();
+        for _ in 0..SEARCH_DAYS {
+            for start in self.starts_on(date) {
+                // Skipped start times collapse onto the end of the jump: keep one.
+                let duplicate = found.last().is_some_and(|o| o.start == start);
+                if start <= t || duplicate {
+                    continue;
+                }
                 match self.occurrence(start) {
                     Some(o) => found.push(o),
-                    None => break,
+                    None => return found,
                 }
+                if found.len() >= n {
+                    return found;
+                }
+            }
+            match date.tomorrow() {
+                Ok(next) => date = next,
+                Err(_) => break,
             }
         }
         found
@@ -163,6 +179,14 @@ impl Schedule {
             Self::OneOff(o) if o.start > t && n > 0 => vec![*o],
             Self::OneOff(_) => Vec::new(),
             Self::Recurring(r) => r.next_after(t, n),
+        }
+    }
+
+    /// Schedule syntax in use that Kubernetes CronJob does not accept (one-off: none).
+    pub fn extensions(&self) -> Vec<Extension> {
+        match self {
+            Self::OneOff(_) => Vec::new(),
+            Self::Recurring(r) => r.extensions(),
         }
     }
 

@@ -177,6 +177,50 @@ fn active_at() {
             "2026-03-29T01:10:00Z",
             Some(("2026-03-29T01:00:00Z", "2026-03-29T03:00:00Z")),
         ),
+        // Starts on the first minute of a gap: the jump is that very instant, and the
+        // search for it must not land on the previous transition.
+        (
+            "New York 02:00 on the jump day: the 8 March occurrence is in force",
+            recurring("0 2 * * *", "26h", "America/New_York"),
+            "2026-03-08T07:30:00Z",
+            Some(("2026-03-08T07:00:00Z", "2026-03-09T09:00:00Z")),
+        ),
+        (
+            "New York 02:00 with 26h: just before the jump the 7 March one is in force",
+            recurring("0 2 * * *", "26h", "America/New_York"),
+            "2026-03-08T06:59:00Z",
+            Some(("2026-03-07T07:00:00Z", "2026-03-08T09:00:00Z")),
+        ),
+        (
+            "Berlin 02:00 on its jump Sunday",
+            recurring("0 2 * * 0", "1h", "Europe/Berlin"),
+            "2026-03-29T01:30:00Z",
+            Some(("2026-03-29T01:00:00Z", "2026-03-29T02:00:00Z")),
+        ),
+        (
+            "London 01:00 on its jump day",
+            recurring("0 1 * * *", "30m", "Europe/London"),
+            "2026-03-29T01:10:00Z",
+            Some(("2026-03-29T01:00:00Z", "2026-03-29T01:30:00Z")),
+        ),
+        (
+            "Santiago midnight on its jump day (southern spring, 00:00 -> 01:00)",
+            recurring("0 0 * * *", "2h", "America/Santiago"),
+            "2026-09-06T05:00:00Z",
+            Some(("2026-09-06T04:00:00Z", "2026-09-06T06:00:00Z")),
+        ),
+        (
+            "Lord Howe (a 30-minute shift) 02:15 starts at the jump to 02:30",
+            recurring("15 2 * * *", "1h", "Australia/Lord_Howe"),
+            "2026-10-03T15:40:00Z",
+            Some(("2026-10-03T15:30:00Z", "2026-10-03T16:30:00Z")),
+        ),
+        (
+            "Lord Howe fall back (02:00 -> 01:30): 01:45 once, in the first pass",
+            recurring("45 1 * * *", "10m", "Australia/Lord_Howe"),
+            "2026-04-04T15:20:00Z",
+            None,
+        ),
     ];
     for (what, schedule, at, expected) in cases {
         let got = schedule.active_at(ts(at)).map(|o| (o.start, o.end));
@@ -318,6 +362,78 @@ fn next_after() {
                 "2026-07-01T02:00:00Z",
                 "2026-07-06T02:00:00Z",
             ],
+        ),
+        // The jump's first minute (the defect: these days had no occurrence).
+        (
+            "Berlin 0 2 * * 0: 29 March starts at the jump",
+            recurring("0 2 * * 0", "1h", "Europe/Berlin"),
+            "2026-03-22T12:00:00Z",
+            vec!["2026-03-29T01:00:00Z", "2026-04-05T00:00:00Z"],
+        ),
+        (
+            "London 0 1 * * * (gap at 01:00)",
+            recurring("0 1 * * *", "30m", "Europe/London"),
+            "2026-03-28T12:00:00Z",
+            vec!["2026-03-29T01:00:00Z", "2026-03-30T00:00:00Z"],
+        ),
+        (
+            "Santiago 0 0 * * * (gap at 00:00, southern hemisphere)",
+            recurring("0 0 * * *", "1h", "America/Santiago"),
+            "2026-09-04T12:00:00Z",
+            vec![
+                "2026-09-05T04:00:00Z",
+                "2026-09-06T04:00:00Z",
+                "2026-09-07T03:00:00Z",
+            ],
+        ),
+        (
+            "New York 0 2 * * * (gap at 02:00)",
+            recurring("0 2 * * *", "26h", "America/New_York"),
+            "2026-03-07T12:00:00Z",
+            vec!["2026-03-08T07:00:00Z", "2026-03-09T06:00:00Z"],
+        ),
+        (
+            "Lord Howe 0 2 and 15 2 collapse onto the 30-minute jump",
+            recurring("0,15 2 * * *", "10m", "Australia/Lord_Howe"),
+            "2026-10-02T12:00:00Z",
+            vec![
+                "2026-10-02T15:30:00Z",
+                "2026-10-02T15:45:00Z",
+                "2026-10-03T15:30:00Z",
+                "2026-10-04T15:00:00Z",
+            ],
+        ),
+        (
+            "Lord Howe fall back: 01:45 once",
+            recurring("45 1 * * *", "10m", "Australia/Lord_Howe"),
+            "2026-04-03T12:00:00Z",
+            vec![
+                "2026-04-03T14:45:00Z",
+                "2026-04-04T14:45:00Z",
+                "2026-04-05T15:15:00Z",
+            ],
+        ),
+        (
+            "Santiago fall back (24:00 -> 23:00): 23:30 once, in the first pass",
+            recurring("30 23 * * *", "10m", "America/Santiago"),
+            "2026-04-03T12:00:00Z",
+            vec![
+                "2026-04-04T02:30:00Z",
+                "2026-04-05T02:30:00Z",
+                "2026-04-06T03:30:00Z",
+            ],
+        ),
+        (
+            "a macro: @weekly in Berlin",
+            recurring("@weekly", "1h", "Europe/Berlin"),
+            "2026-03-22T12:00:00Z",
+            vec!["2026-03-28T23:00:00Z", "2026-04-04T22:00:00Z"],
+        ),
+        (
+            "29 February, eight years apart across 2100",
+            recurring("0 0 29 2 *", "1h", "UTC"),
+            "2096-03-01T00:00:00Z",
+            vec!["2104-02-29T00:00:00Z"],
         ),
         (
             "day-of-month OR day-of-week",

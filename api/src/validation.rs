@@ -4,13 +4,13 @@
 use std::fmt;
 use std::str::FromStr;
 
-use croner::parser::{CronParser, Seconds, Year};
 use jiff::tz::TimeZone;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::cron::CronSpec;
 use crate::maintenance::MaintenanceWindowSpec;
 use crate::names::{KEY_DOMAIN, WORKSPACE_LABEL, is_lifeguard_key};
 use crate::schedule::{Occurrence, Recurring, Schedule};
@@ -119,70 +119,17 @@ fn parse_duration(
     Some(duration)
 }
 
-fn parse_cron(text: &str, errors: &mut ValidationErrors) -> Option<croner::Cron> {
-    let field = "spec.schedule";
-    let fields = text.split_whitespace().count();
-    if fields != 5 {
-        errors.push(
-            field,
-            format!("{text:?} has {fields} fields; expected 5: minute hour day-of-month month day-of-week (for example \"0 22 * * 6\")"),
-        );
-        return None;
-    }
-    if text
-        .split_whitespace()
-        .nth(4)
-        .is_some_and(|dow| dow.starts_with('+'))
-    {
-        errors.push(
-            field,
-            format!("{text:?}: the '+' day-of-week modifier is not supported; day-of-month and day-of-week combine as in Kubernetes CronJob (see docs/schedule.md)"),
-        );
-        return None;
-    }
-    let parser = CronParser::builder()
-        .seconds(Seconds::Disallowed)
-        .year(Year::Disallowed)
-        .dom_and_dow(false)
-        .build();
-    match parser.parse(&kubernetes_day_fields(text)) {
+fn parse_cron(text: &str, errors: &mut ValidationErrors) -> Option<CronSpec> {
+    match CronSpec::parse(text) {
         Ok(cron) => Some(cron),
         Err(e) => {
             errors.push(
-                field,
-                format!("{text:?} is not a valid cron expression: {e}"),
+                "spec.schedule",
+                format!("{text:?} is not a valid schedule: {e}; the language is Kubernetes CronJob's, see docs/schedule.md"),
             );
             None
         }
     }
-}
-
-/// Rewrites the day fields so croner combines them exactly as Kubernetes CronJob does.
-///
-/// CronJob (robfig/cron) treats a day field as unrestricted when it is `*` or `?`, also
-/// within a list (`*,15`) or with step 1 (`*/1`); any other field, `*/2` included, is
-/// restricted. When both day fields are restricted a day matching either one matches;
-/// otherwise a day must match both (so the unrestricted one drops out). croner calls a
-/// field unrestricted only when it is exactly `*` (after mapping `?` to `*`), so fields
-/// CronJob reads as unrestricted are rewritten to `*`: they match every day either way,
-/// only the combination rule changes.
-fn kubernetes_day_fields(text: &str) -> String {
-    let unrestricted = |field: &str| {
-        field
-            .split(',')
-            .any(|part| matches!(part, "*" | "?" | "*/1" | "?/1"))
-    };
-    text.split_whitespace()
-        .enumerate()
-        .map(|(i, field)| {
-            if (i == 2 || i == 4) && unrestricted(field) {
-                "*"
-            } else {
-                field
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 fn parse_zone(text: Option<&str>, errors: &mut ValidationErrors) -> Option<TimeZone> {
@@ -449,10 +396,21 @@ pub fn validate_workspace_object(obj: &Value) -> Result<(), ValidationErrors> {
     validate_workspace(name, &spec)
 }
 
-/// For the webhook: a whole MaintenanceWindow object as JSON.
-pub fn validate_maintenance_window_object(obj: &Value) -> Result<(), ValidationErrors> {
+/// For the webhook: a whole MaintenanceWindow object as JSON. `Ok` carries warnings for
+/// the client (kubectl prints them): the schedule syntax in use that is lifeguard's own, so
+/// whoever copies it into a CronJob knows it will be refused there.
+pub fn validate_maintenance_window_object(obj: &Value) -> Result<Vec<String>, ValidationErrors> {
     let spec: MaintenanceWindowSpec = decode(obj, "spec")?;
-    validate_maintenance_window(&spec)
+    // Every error at once: the schedule's and the node scope's (`node_scope::check`).
+    validate_maintenance_window(&spec)?;
+    let schedule = spec.schedule()?;
+    Ok(schedule
+        .extensions()
+        .iter()
+        .map(|extension| {
+            format!("spec.schedule uses lifeguard's extension {extension}, which Kubernetes CronJob does not accept")
+        })
+        .collect())
 }
 
 #[cfg(test)]

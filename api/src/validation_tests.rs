@@ -57,7 +57,11 @@ fn maintenance_window_errors_name_the_field_and_the_value() {
         (
             "the + (AND) day-of-week modifier",
             json!({"schedule": "0 2 */2 * +6", "duration": "1h"}),
-            vec!["spec.schedule", "'+'", "Kubernetes CronJob"],
+            vec![
+                "spec.schedule",
+                "a leading + is not accepted",
+                "Kubernetes CronJob",
+            ],
         ),
         (
             "time zone with one-off",
@@ -77,7 +81,12 @@ fn maintenance_window_errors_name_the_field_and_the_value() {
         (
             "bad cron",
             json!({"schedule": "0 25 * * *", "duration": "2h"}),
-            vec!["spec.schedule", "\"0 25 * * *\"", "not a valid cron"],
+            vec![
+                "spec.schedule",
+                "\"0 25 * * *\"",
+                "not a valid schedule",
+                "hour: \"25\" goes above the maximum 23",
+            ],
         ),
         (
             "seconds field",
@@ -88,6 +97,32 @@ fn maintenance_window_errors_name_the_field_and_the_value() {
             "too few fields",
             json!({"schedule": "0 22 *", "duration": "2h"}),
             vec!["3 fields"],
+        ),
+        (
+            "a list holding * is still checked (was reduced to *)",
+            json!({"schedule": "* * * * *,b", "duration": "2h"}),
+            vec!["spec.schedule", "day-of-week: value \"b\" is not a number"],
+        ),
+        (
+            "a list holding * is checked for range",
+            json!({"schedule": "0 0 *,99 * *", "duration": "2h"}),
+            vec![
+                "spec.schedule",
+                "day-of-month: \"99\" goes above the maximum 31",
+            ],
+        ),
+        (
+            "a list holding */1 is still checked",
+            json!({"schedule": "0 0 */1,foo * 1", "duration": "2h"}),
+            vec![
+                "spec.schedule",
+                "day-of-month: value \"foo\" is not a number",
+            ],
+        ),
+        (
+            "a CronJob refusal: day-of-week 7",
+            json!({"schedule": "0 0 * * 7", "duration": "2h"}),
+            vec!["spec.schedule", "Sunday is 0 or sun"],
         ),
         (
             "never matches",
@@ -189,6 +224,12 @@ fn valid_windows_pass() {
         json!({"schedule": "30 2 * * *", "duration": "1h30m"}),
         json!({"schedule": "30 2 * * *", "duration": "1h30m", "drain": true, "notice": "15m"}),
         json!({"schedule": "0 22 L * *", "duration": "90m", "namespaceSelector": {"matchLabels": {"env": "dev"}}}),
+        // Schedules copied from CronJobs.
+        json!({"schedule": "@daily", "duration": "1h"}),
+        json!({"schedule": "@weekly", "duration": "1h", "timeZone": "Europe/Berlin"}),
+        json!({"schedule": "0/15 * * * *", "duration": "5m"}),
+        json!({"schedule": "0 3 * * MON/2", "duration": "1h"}),
+        json!({"schedule": "0 3 ? * ?", "duration": "1h"}),
     ] {
         let result = validate_maintenance_window(&window(spec.clone()));
         assert!(result.is_ok(), "{spec}: {result:?}");

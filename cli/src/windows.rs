@@ -146,6 +146,10 @@ pub struct OccurrenceRow {
     pub end: String,
     /// In force at the evaluation instant (listed before the upcoming ones).
     pub in_force: bool,
+    /// Schedule syntax in use that Kubernetes CronJob does not accept (lifeguard's
+    /// extensions), so a schedule copied back into a CronJob is known to fail there.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub extensions: Vec<String>,
     #[serde(skip)]
     cells: Vec<String>,
 }
@@ -175,6 +179,11 @@ pub fn occurrences(
         .and_then(|z| jiff::tz::db().get(z).ok())
         .unwrap_or(TimeZone::UTC);
     let schedule = compiled.schedule();
+    let extensions: Vec<String> = schedule
+        .extensions()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     let current = schedule.active_at(at).map(|o| (o, true));
     let upcoming = schedule
         .next_after(at, count)
@@ -188,6 +197,7 @@ pub fn occurrences(
             start: rfc3339(o.start),
             end: rfc3339(o.end),
             in_force,
+            extensions: extensions.clone(),
             cells: vec![
                 compiled.name.clone(),
                 wall_clock(o.start, &zone),

@@ -90,7 +90,8 @@ pub fn validate(request: &AdmissionRequest, ctx: &Inputs) -> Decision {
         Subject::MaintenanceWindow if writes => match &request.object {
             None => invalid("the request carries no MaintenanceWindow object".into()),
             Some(object) => match validate_maintenance_window_object(object) {
-                Ok(()) => Decision::Allow,
+                Ok(warnings) if warnings.is_empty() => Decision::Allow,
+                Ok(warnings) => Decision::Warn(warnings),
                 Err(errors) => invalid(format!("invalid MaintenanceWindow: {errors}")),
             },
         },

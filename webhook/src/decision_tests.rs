@@ -78,7 +78,7 @@ enum Expect {
 
 fn verdict(outcome: &Decision) -> Expect {
     match outcome {
-        Decision::Allow | Decision::Patch(_) => Expect::Allow,
+        Decision::Allow | Decision::Warn(_) | Decision::Patch(_) => Expect::Allow,
         Decision::Deny { code: 403, .. } => Expect::DenyMaintenance,
         Decision::Deny { .. } => Expect::DenyInvalid,
     }
@@ -419,6 +419,37 @@ fn invalid_objects_are_denied_with_the_reason() {
     };
     assert_eq!(code, 422);
     assert!(message.contains("Mars/Olympus"), "{message}");
+}
+
+#[test]
+fn a_schedule_using_an_extension_is_admitted_with_a_warning() {
+    let context = Inputs {
+        windows: &[],
+        namespace: &NamespaceLabels::Known(BTreeMap::new()),
+        now: NOW.parse::<Timestamp>().expect("time"),
+        recreation_users: &[],
+    };
+    let window = |schedule: &str| {
+        request(
+            "lifeguard.dev",
+            "MaintenanceWindow",
+            Operation::Create,
+            json!({"metadata": {"name": "w"}, "spec": {"schedule": schedule, "duration": "2h"}}),
+        )
+    };
+    let outcome = validate(&window("0 22 L * *"), &context);
+    let Decision::Warn(warnings) = &outcome else {
+        panic!("expected a warning, got {outcome:?}");
+    };
+    assert_eq!(
+        warnings,
+        &[
+            "spec.schedule uses lifeguard's extension L (last day of the month), which Kubernetes CronJob does not accept"
+        ]
+    );
+    assert_eq!(outcome.decision(), "allowed");
+    // A schedule copied from a CronJob gets no warning.
+    assert_eq!(validate(&window("@weekly"), &context), Decision::Allow);
 }
 
 #[test]

@@ -339,6 +339,7 @@ pub fn response(
     response.result = Status::default();
     match outcome {
         Decision::Allow => {}
+        Decision::Warn(warnings) => response.warnings = Some(warnings.clone()),
         Decision::Patch(patch) => response = response.with_patch(patch.clone())?,
         Decision::Deny {
             code,
@@ -357,6 +358,8 @@ pub fn response(
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
     Allow,
+    /// Allowed, with warnings the client shows (kubectl prints them as `Warning: ...`).
+    Warn(Vec<String>),
     Patch(json_patch::Patch),
     Deny {
         code: u16,
@@ -369,7 +372,7 @@ impl Decision {
     /// Metric label.
     pub fn decision(&self) -> &'static str {
         match self {
-            Self::Allow => "allowed",
+            Self::Allow | Self::Warn(_) => "allowed",
             Self::Patch(_) => "patched",
             Self::Deny { reason, .. } if *reason == "Invalid" => "denied_invalid",
             Self::Deny { .. } => "denied_maintenance",
@@ -462,6 +465,13 @@ mod tests {
         assert_eq!(body["response"]["uid"], "u-1");
         assert_eq!(body["response"]["allowed"], true);
         assert!(body["response"].get("patch").is_none());
+    }
+
+    #[test]
+    fn warnings_go_to_the_client() {
+        let body = answer("u-4", &Decision::Warn(vec!["careful".into()]));
+        assert_eq!(body["response"]["allowed"], true);
+        assert_eq!(body["response"]["warnings"], json!(["careful"]));
     }
 
     #[test]

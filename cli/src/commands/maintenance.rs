@@ -222,6 +222,12 @@ pub async fn next(client: Option<Client>, args: Next, format: Format) -> Result<
         if found.is_empty() {
             eprintln!("note: {name} has no occurrence at or after {}", rfc3339(at));
         }
+        if let Some(row) = found.first().filter(|row| !row.extensions.is_empty()) {
+            eprintln!(
+                "note: {name}'s schedule uses lifeguard's extension {}, which a Kubernetes CronJob would refuse",
+                row.extensions.join(", ")
+            );
+        }
         rows.extend(found);
     }
     if rows.is_empty() && format == Format::Table {

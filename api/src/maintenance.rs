@@ -36,7 +36,8 @@ pub struct MaintenanceWindowSpec {
     /// One-off window end, RFC 3339; must be after `start`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end: Option<String>,
-    /// Recurring window: a 5-field cron expression (minute hour day-of-month month day-of-week).
+    /// Recurring window: a schedule in Kubernetes CronJob's language: 5 fields (minute hour
+    /// day-of-month month day-of-week) or a macro such as `@weekly`; see docs/schedule.md.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<String>,
     /// Length of each recurring occurrence, for example `2h` or `1h30m`.

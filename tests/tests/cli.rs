@@ -312,3 +312,80 @@ async fn next_from_a_file_needs_no_cluster() {
     assert_eq!(value["items"][1]["start"], "2026-10-25T00:30:00Z");
     assert_eq!(value["items"][1]["end"], "2026-10-25T02:30:00Z");
 }
+
+/// The defect of issue 24: a schedule starting on the first minute of a daylight-saving gap
+/// lost that day's occurrence. Berlin's clock jumps from 02:00 CET to 03:00 CEST on
+/// 2026-03-29, so `0 2 * * 0` opens at the jump, 03:00 CEST (01:00Z).
+#[tokio::test]
+async fn next_opens_a_window_on_the_jump_of_a_dst_gap_day() {
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/berlin-spring-forward.yaml"
+    );
+    let args = [
+        "--kubeconfig",
+        "/nonexistent",
+        "maintenance",
+        "next",
+        "-f",
+        fixture,
+        "--at",
+        "2026-03-22T12:00:00Z",
+        "--count",
+        "2",
+    ];
+    let run = lifeguard(&args).await.expect("runs");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(
+        run.stdout,
+        "WINDOW          START                   END                     STARTS\n\
+         berlin-sunday   2026-03-29 03:00 CEST   2026-03-29 04:00 CEST   in 6d13h\n\
+         berlin-sunday   2026-04-05 02:00 CEST   2026-04-05 03:00 CEST   in 13d\n"
+    );
+    assert!(run.stderr.is_empty(), "{run:?}");
+    // In force right after the jump.
+    let during = lifeguard(&[&args[..7], &["2026-03-29T01:30:00Z", "--count", "1"]].concat())
+        .await
+        .expect("runs");
+    assert!(
+        during
+            .stdout
+            .contains("2026-03-29 03:00 CEST   2026-03-29 04:00 CEST   in force"),
+        "{during:?}"
+    );
+}
+
+#[tokio::test]
+async fn next_names_the_schedule_extension_a_cronjob_would_refuse() {
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/month-end-window.yaml"
+    );
+    let args = [
+        "--kubeconfig",
+        "/nonexistent",
+        "maintenance",
+        "next",
+        "-f",
+        fixture,
+        "--at",
+        "2028-02-15T00:00:00Z",
+        "--count",
+        "1",
+        "-o",
+        "json",
+    ];
+    let run = lifeguard(&args).await.expect("runs");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(
+        run.stderr
+            .contains("uses lifeguard's extension L (last day of the month), which a Kubernetes CronJob would refuse"),
+        "{run:?}"
+    );
+    let value: Value = serde_json::from_str(&run.stdout).expect("JSON");
+    assert_eq!(value["items"][0]["start"], "2028-02-29T22:00:00Z");
+    assert_eq!(
+        value["items"][0]["extensions"],
+        serde_json::json!(["L (last day of the month)"])
+    );
+}

@@ -103,6 +103,11 @@ impl CompiledWindow {
         !self.namespace_selector.selects_all()
     }
 
+    /// Whether the window's `namespaceSelector` matches these Namespace labels.
+    pub fn covers_namespace(&self, namespace_labels: &BTreeMap<String, String>) -> bool {
+        self.namespace_selector.matches(namespace_labels)
+    }
+
     /// Whether the window's `workspaceSelector` matches these Workspace labels.
     pub fn covers_workspace(&self, workspace_labels: &BTreeMap<String, String>) -> bool {
         self.workspace_selector.matches(workspace_labels)

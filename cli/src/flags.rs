@@ -34,6 +34,8 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+// Parsed once per run: the size of the largest variant costs nothing worth boxing for.
+#[allow(clippy::large_enum_variant)]
 pub enum Command {
     /// Maintenance windows: when no new workspace may start
     #[command(subcommand, visible_alias = "mw")]
@@ -70,6 +72,25 @@ pub enum Maintenance {
     /// Wait until a draining window has stopped every workspace it covers
     #[command(after_help = EXIT_CODES)]
     Wait(Wait),
+    /// Hold a drain: no new workspace is stopped (those being stopped finish); the
+    /// window's other effects stay
+    Pause { name: String },
+    /// Let a paused drain go on
+    Resume { name: String },
+    /// The namespaces, workspaces and nodes a window covers now, and its next
+    /// occurrence, changing nothing: the blast radius before creating it
+    Preview(Preview),
+}
+
+#[derive(Debug, Args)]
+pub struct Preview {
+    /// A window in the cluster
+    #[arg(required_unless_present = "file", conflicts_with = "file")]
+    pub name: Option<String>,
+    /// A MaintenanceWindow manifest (YAML or JSON; `-` for stdin), evaluated against the
+    /// cluster's namespaces, workspaces and nodes
+    #[arg(short, long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -105,6 +126,13 @@ pub struct Start {
     /// Cover only workspaces with these labels: k=v,k2=v2 (default: all)
     #[arg(long, value_name = "SELECTOR")]
     pub workspace_selector: Option<String>,
+    /// Cover only nodes with these labels: k=v,k2=v2. Covered workspaces are then kept
+    /// off these nodes instead of being denied, and --drain stops only those on them
+    #[arg(long, value_name = "SELECTOR")]
+    pub node_selector: Option<String>,
+    /// With --drain: stop at most this many workspaces at once, e.g. 2 or 25%
+    #[arg(long, value_name = "N|PERCENT", requires = "drain")]
+    pub max_concurrent: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -131,6 +159,10 @@ pub struct Wait {
     /// Wait until no covered workspace is left running (the only condition so far)
     #[arg(long, required = true)]
     pub drained: bool,
+    /// Only until this node of a node-scoped window is drained (its
+    /// lifeguard.dev/drained label is true)
+    #[arg(long, value_name = "NODE")]
+    pub node: Option<String>,
     /// Give up after this long (exit code 3)
     #[arg(long, default_value = "10m", value_parser = parse_timeout)]
     pub timeout: Duration,

@@ -9,6 +9,7 @@ pub mod flags;
 pub mod manifest;
 pub mod nodes;
 pub mod output;
+pub mod scope;
 pub mod stop;
 pub mod when;
 pub mod windows;

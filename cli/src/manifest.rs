@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use lifeguard_api::validation::validate_maintenance_window;
 use lifeguard_api::{MaintenanceWindow, MaintenanceWindowSpec};
 use serde::Deserialize;
@@ -50,6 +51,9 @@ pub struct OneOff {
     pub allow_recreation: bool,
     pub namespace_selector: Option<LabelSelector>,
     pub workspace_selector: Option<LabelSelector>,
+    pub node_selector: Option<LabelSelector>,
+    /// With `drain`: `maxConcurrentDrains`.
+    pub max_concurrent_drains: Option<IntOrString>,
 }
 
 /// The window, checked with the same validation the webhook applies.
@@ -70,6 +74,8 @@ pub fn one_off_window(w: OneOff) -> Result<MaintenanceWindow> {
         allow_recreation: w.allow_recreation,
         namespace_selector: w.namespace_selector,
         workspace_selector: w.workspace_selector,
+        node_selector: w.node_selector,
+        max_concurrent_drains: w.max_concurrent_drains,
         ..MaintenanceWindowSpec::default()
     };
     validate_maintenance_window(&spec)?;

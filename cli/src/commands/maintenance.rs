@@ -19,7 +19,7 @@ fn not_found(name: &str) -> Error {
     ))
 }
 
-async fn get(api: &Api<MaintenanceWindow>, name: &str) -> Result<MaintenanceWindow> {
+pub(super) async fn get(api: &Api<MaintenanceWindow>, name: &str) -> Result<MaintenanceWindow> {
     match api.get_opt(name).await {
         Ok(Some(w)) => Ok(w),
         Ok(None) => Err(not_found(name)),
@@ -80,6 +80,11 @@ fn window_starting(args: Start, now: Timestamp, zone: &TimeZone) -> Result<Maint
         allow_recreation: args.allow_recreation,
         namespace_selector: selector("--namespace-selector", &args.namespace_selector)?,
         workspace_selector: selector("--workspace-selector", &args.workspace_selector)?,
+        node_selector: selector("--node-selector", &args.node_selector)?,
+        max_concurrent_drains: args
+            .max_concurrent
+            .as_deref()
+            .map(crate::scope::budget_flag),
     })
 }
 
@@ -127,8 +132,18 @@ fn started_line(window: &MaintenanceWindow, now: Timestamp) -> String {
             window.name_any()
         )
     };
+    if spec.node_selector.is_some() {
+        line.push_str(", on the selected nodes only");
+    }
     if spec.drain {
         line.push_str(", draining");
+    }
+    if let Some(budget) = &spec.max_concurrent_drains {
+        let budget = match budget {
+            k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(n) => n.to_string(),
+            k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::String(s) => s.clone(),
+        };
+        line.push_str(&format!(" at most {budget} at once"));
     }
     if let Some(notice) = &spec.notice {
         line.push_str(&format!("; covered workspaces are told {notice} before"));
@@ -176,10 +191,18 @@ pub async fn status(client: Client, name: Option<&str>, format: Format) -> Resul
     let now = Timestamp::now();
     let mut rows: Vec<_> = windows.iter().map(|w| window_row(w, now)).collect();
     rows.sort_by(|a, b| a.name.cmp(&b.name));
-    emit(&render(&rows, format)?)
+    emit(&render(&rows, format)?)?;
+    // One window: its selected nodes, each with what is left on it.
+    if let (Some(_), [window], Format::Table) = (name, windows.as_slice(), format)
+        && let Some(status) = &window.status
+        && !status.nodes.is_empty()
+    {
+        emit(&format!("\n{}", crate::scope::node_table(&status.nodes)))?;
+    }
+    Ok(())
 }
 
-fn read_source(path: &std::path::Path) -> Result<(String, String)> {
+pub(super) fn read_source(path: &std::path::Path) -> Result<(String, String)> {
     let source = path.display().to_string();
     let text = if source == "-" {
         std::io::read_to_string(std::io::stdin())

@@ -114,3 +114,50 @@ fn start_says_whether_the_window_is_on_or_scheduled() {
          draining; covered workspaces are told 15m before\n"
     );
 }
+
+#[test]
+fn start_on_some_nodes_with_a_drain_budget() {
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+    let now: Timestamp = "2026-12-01T21:30:00Z".parse().expect("timestamp");
+    let flags = [
+        "--for",
+        "2h",
+        "--drain",
+        "--node-selector",
+        "pool=a",
+        "--max-concurrent",
+        "2",
+    ];
+    let w = window_starting(start_args(&flags), now, &TimeZone::UTC).expect("valid");
+    let labels = w
+        .spec
+        .node_selector
+        .as_ref()
+        .and_then(|s| s.match_labels.clone())
+        .unwrap_or_default();
+    assert_eq!(labels.get("pool").map(String::as_str), Some("a"));
+    assert_eq!(w.spec.max_concurrent_drains, Some(IntOrString::Int(2)));
+    assert_eq!(
+        started_line(&w, now),
+        "maintenancewindow/upgrade started: until 2026-12-01T23:30:00Z, on the selected nodes only, draining at most 2 at once\n"
+    );
+    let zero = ["--for", "2h", "--drain", "--max-concurrent", "0%"];
+    let refused = window_starting(start_args(&zero), now, &TimeZone::UTC)
+        .expect_err("a budget of 0% is refused before anything is created")
+        .to_string();
+    assert!(refused.contains("spec.maxConcurrentDrains"), "{refused}");
+    let without_drain = [
+        "lifeguard",
+        "maintenance",
+        "start",
+        "x",
+        "--for",
+        "2h",
+        "--max-concurrent",
+        "2",
+    ];
+    assert!(
+        Cli::try_parse_from(without_drain).is_err(),
+        "--max-concurrent needs --drain"
+    );
+}

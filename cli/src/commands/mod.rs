@@ -2,6 +2,7 @@
 
 mod maintenance;
 mod nodes;
+mod scope;
 mod wait;
 mod workspaces;
 
@@ -35,7 +36,22 @@ pub async fn run(cli: Cli) -> Result<()> {
             maintenance::next(client, next, format).await
         }
         Command::Maintenance(Maintenance::Wait(w)) => {
-            wait::drained(connect(cluster).await?.0, &w.name, w.timeout).await
+            wait::drained(
+                connect(cluster).await?.0,
+                &w.name,
+                w.node.as_deref(),
+                w.timeout,
+            )
+            .await
+        }
+        Command::Maintenance(Maintenance::Pause { name }) => {
+            scope::set_paused(connect(cluster).await?.0, &name, true).await
+        }
+        Command::Maintenance(Maintenance::Resume { name }) => {
+            scope::set_paused(connect(cluster).await?.0, &name, false).await
+        }
+        Command::Maintenance(Maintenance::Preview(p)) => {
+            scope::preview(connect(cluster).await?.0, p, format).await
         }
         Command::Nodes(Nodes::Clean) => nodes::clean(connect(cluster).await?.0).await,
         Command::Workspaces(Workspaces::List {

@@ -13,36 +13,92 @@ use tokio::time::Instant;
 use super::emit;
 use crate::drain::{DrainState, Progress, describe, drain_state, remaining, unconfirmed_disposals};
 use crate::error::{Error, Result, status_code};
+use crate::scope::{self, settled_description, with_progress};
 use crate::when::human;
+use std::io::IsTerminal;
 
 /// The controller refreshes a draining window's status every 2 s.
 const POLL: Duration = Duration::from_secs(2);
 /// A line at least this often, so a quiet wait does not look hung.
 const HEARTBEAT: Duration = Duration::from_secs(30);
 
-pub async fn drained(client: Client, name: &str, timeout: Duration) -> Result<()> {
+/// Where progress goes: on a terminal one line rewritten in place at every poll; else a
+/// line when something changes, and a heartbeat.
+struct Report {
+    tty: bool,
+    progress: Progress,
+}
+
+impl Report {
+    fn show(&mut self, live: String, settled: String, elapsed: Duration) {
+        if self.tty {
+            let secs = jiff::SignedDuration::from_secs(elapsed.as_secs() as i64);
+            eprint!("\r\x1b[2K[{}] {live}", human(secs));
+        } else if let Some(line) = self.progress.update(settled, elapsed) {
+            eprintln!("{line}");
+        }
+    }
+
+    /// Ends the rewritten line, so what follows starts on its own.
+    fn done(&self) {
+        if self.tty {
+            eprintln!();
+        }
+    }
+}
+
+/// `node`: wait only until the window reports this node drained.
+pub async fn drained(
+    client: Client,
+    name: &str,
+    node: Option<&str>,
+    timeout: Duration,
+) -> Result<()> {
     let api: Api<MaintenanceWindow> = Api::all(client.clone());
     let started = Instant::now();
-    let mut progress = Progress::new(HEARTBEAT);
+    let mut report = Report {
+        tty: std::io::stderr().is_terminal(),
+        progress: Progress::new(HEARTBEAT),
+    };
     let mut last_window = None;
     eprintln!(
-        "waiting up to {} for maintenancewindow/{name} to drain",
-        human(jiff::SignedDuration::try_from(timeout).unwrap_or_default())
+        "waiting up to {} for maintenancewindow/{name} to drain{}",
+        human(jiff::SignedDuration::try_from(timeout).unwrap_or_default()),
+        node.map(|n| format!(" node {n}")).unwrap_or_default()
     );
     loop {
-        let description = match api.get_opt(name).await {
+        let (description, settled) = match api.get_opt(name).await {
             Ok(Some(window)) => {
                 let now = Timestamp::now();
                 let state = drain_state(&window, now);
+                let progress = scope::progress(&window);
+                let node_done = node.is_some_and(|n| {
+                    matches!(state, DrainState::Draining { .. } | DrainState::Drained)
+                        && scope::node_drained(&window, n) == Some(true)
+                });
                 match state {
                     DrainState::Drained => {
-                        if let Some(line) =
-                            progress.update(describe(&state, now), started.elapsed())
-                        {
-                            eprintln!("{line}");
-                        }
+                        report.show(
+                            describe(&state, now),
+                            describe(&state, now),
+                            started.elapsed(),
+                        );
+                        report.done();
                         warn_unconfirmed(&client, &window, now).await;
                         return emit(&format!("maintenancewindow/{name} drained\n"));
+                    }
+                    _ if node_done => {
+                        let line = format!("node {} drained", node.unwrap_or_default());
+                        report.show(
+                            with_progress(line.clone(), &progress),
+                            line,
+                            started.elapsed(),
+                        );
+                        report.done();
+                        return emit(&format!(
+                            "maintenancewindow/{name} drained node {}\n",
+                            node.unwrap_or_default()
+                        ));
                     }
                     DrainState::Never(why) => {
                         return Err(Error::Failed(format!(
@@ -51,9 +107,10 @@ pub async fn drained(client: Client, name: &str, timeout: Duration) -> Result<()
                     }
                     _ => {}
                 }
-                let description = describe(&state, now);
+                let description = with_progress(describe(&state, now), &progress);
+                let settled = with_progress(settled_description(&state, now), &progress);
                 last_window = Some(window);
-                description
+                (description, settled)
             }
             Ok(None) => {
                 return Err(Error::Failed(format!(
@@ -73,13 +130,15 @@ pub async fn drained(client: Client, name: &str, timeout: Duration) -> Result<()
                 ));
             }
             // ... but an API server restart during an upgrade is exactly when one waits.
-            Err(e) => format!("cannot read the window, retrying: {e}"),
+            Err(e) => {
+                let line = format!("cannot read the window, retrying: {e}");
+                (line.clone(), line)
+            }
         };
-        if let Some(line) = progress.update(description.clone(), started.elapsed()) {
-            eprintln!("{line}");
-        }
+        report.show(description.clone(), settled, started.elapsed());
         let elapsed = started.elapsed();
         if elapsed >= timeout {
+            report.done();
             let what = match &last_window {
                 Some(window) => what_remains(&client, window).await,
                 None => String::new(),

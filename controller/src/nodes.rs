@@ -1,5 +1,5 @@
 //! The controller's view of node readiness, for `node_loss`: a cache holding each Node's
-//! name and Ready condition only (a full Node carries its image list, kilobytes each), and
+//! name, labels and Ready condition only (a full Node carries its image list, kilobytes each), and
 //! a trigger that reconciles the workspaces whose pods are on a node when its readiness
 //! changes or it is removed.
 
@@ -21,10 +21,12 @@ pub type NodeStore = Store<Node>;
 pub type WorkspaceRef = ObjectRef<PartialObjectMeta<Workspace>>;
 
 /// Keeps what `node_loss::node_health` reads: the name, the creation time and the Ready
-/// condition.
+/// condition; and the labels, which say whether a node-scoped window's notice applies to
+/// a workspace on the node (a few hundred bytes a node).
 fn strip(node: &mut Node) {
     let meta = std::mem::take(&mut node.metadata);
     node.metadata.name = meta.name;
+    node.metadata.labels = meta.labels;
     node.metadata.creation_timestamp = meta.creation_timestamp;
     node.metadata.resource_version = meta.resource_version;
     node.spec = None;

@@ -100,6 +100,19 @@ pub fn node_changes(name: &str, tally: Option<&NodeTally>, nodes: &[NodeMeta]) -
     changes
 }
 
+/// Of `windows`, those that apply to a workspace whose pod is on a node with `node_labels`
+/// (`None`: no pod, or a node not seen): a node-scoped window applies only on the nodes it
+/// selects, so its notice goes only to the workspaces its drain will stop.
+pub fn for_node(
+    windows: Vec<CompiledWindow>,
+    node_labels: Option<&BTreeMap<String, String>>,
+) -> Vec<CompiledWindow> {
+    windows
+        .into_iter()
+        .filter(|w| !w.node_scoped() || node_labels.is_some_and(|l| w.selects_node(l)))
+        .collect()
+}
+
 /// For the sweep: nodes marked by a window that no longer exists.
 pub fn orphaned(
     nodes: &[NodeMeta],

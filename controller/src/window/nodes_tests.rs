@@ -122,3 +122,27 @@ fn the_sweep_finds_nodes_of_windows_that_are_gone() {
         .collect();
     assert_eq!(found, vec!["n1", "n3"]);
 }
+
+#[test]
+fn a_node_scoped_window_applies_only_on_its_nodes() {
+    let everywhere: MaintenanceWindow = serde_json::from_value(json!({
+        "metadata": {"name": "everywhere"},
+        "spec": {"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z", "drain": true}
+    }))
+    .expect("window literal");
+    let everywhere = CompiledWindow::compile(&everywhere).expect("valid window");
+    let names = |node: Option<&[(&str, &str)]>| -> Vec<String> {
+        let labels = node.map(node_meta_labels);
+        for_node(vec![pool_b(), everywhere.clone()], labels.as_ref())
+            .into_iter()
+            .map(|w| w.name)
+            .collect()
+    };
+    assert_eq!(names(Some(&[("pool", "b")])), ["upgrade", "everywhere"]);
+    assert_eq!(names(Some(&[("pool", "a")])), ["everywhere"]);
+    assert_eq!(names(None), ["everywhere"], "no pod: no node-scoped notice");
+}
+
+fn node_meta_labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    node("n", pairs, &[]).labels
+}

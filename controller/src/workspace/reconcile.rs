@@ -193,6 +193,14 @@ async fn wanted_notice(
     } else {
         BTreeMap::new()
     };
+    // A node-scoped window tells only the workspaces whose pod is on a node it selects.
+    let node_labels = ws
+        .status
+        .as_ref()
+        .and_then(|s| s.node_name.as_ref())
+        .and_then(|n| ctx.nodes.get(&ObjectRef::new(n)))
+        .and_then(|n| n.metadata.labels.clone());
+    let windows = crate::window::nodes::for_node(windows, node_labels.as_ref());
     let desired = notice_for(&windows, &namespace_labels, ws.labels(), now);
     Ok(Some((desired, next_change)))
 }

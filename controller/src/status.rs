@@ -99,6 +99,22 @@ fn annotation_number(pod: &Pod, key: &str) -> u32 {
         .unwrap_or(0)
 }
 
+/// The scheduler's message while it finds no node for the pod (`PodScheduled=False`,
+/// reason `Unschedulable`).
+fn unschedulable(pod: &Pod) -> Option<String> {
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| {
+            c.type_ == "PodScheduled"
+                && c.status == "False"
+                && c.reason.as_deref() == Some("Unschedulable")
+        })
+        .map(|c| c.message.clone().unwrap_or_default())
+}
+
 fn pod_ready(pod: &Pod) -> bool {
     pod.status
         .as_ref()
@@ -155,10 +171,15 @@ pub fn from_pod(
         status.observed_generation = Some(built_from);
     }
     let ready = phase == WorkspacePhase::Running && pod_ready(pod);
-    let (reason, message) = match phase {
-        WorkspacePhase::Running if ready => ("PodReady", "the workspace pod is ready"),
-        WorkspacePhase::Running => ("PodNotReady", "the workspace pod runs but is not ready"),
-        WorkspacePhase::Creating => ("PodStarting", "the workspace pod is starting"),
+    let unschedulable =
+        unschedulable(pod).map(|why| format!("the workspace pod fits on no node: {why}"));
+    let (reason, message) = match (phase, &unschedulable) {
+        (WorkspacePhase::Running, _) if ready => ("PodReady", "the workspace pod is ready"),
+        (WorkspacePhase::Running, _) => ("PodNotReady", "the workspace pod runs but is not ready"),
+        // Never a silent hang: a pod no node can take (a node-scoped window steering it
+        // off its nodes, no room elsewhere) says why.
+        (WorkspacePhase::Creating, Some(why)) => ("Unschedulable", why.as_str()),
+        (WorkspacePhase::Creating, None) => ("PodStarting", "the workspace pod is starting"),
         _ => ("PodEnded", "the workspace pod has ended"),
     };
     set_condition(
@@ -195,3 +216,7 @@ pub fn from_pod(
     }
     status
 }
+
+#[cfg(test)]
+#[path = "status_tests.rs"]
+mod status_tests;

@@ -308,6 +308,10 @@ pub fn settle(
         .as_ref()
         .map(NodeTally::status)
         .unwrap_or_default();
+    if survey.nodes.is_some() {
+        // The nodes' drained labels follow what is left on them, drain or not.
+        requeue = requeue.min(DRAINING_POLL);
+    }
     if survey.notified.is_some() {
         requeue = requeue.min(NOTICE_POLL);
     }

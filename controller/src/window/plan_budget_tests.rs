@@ -171,6 +171,7 @@ fn the_survey_reports_the_counts_and_each_selected_node() {
         drain.limit(&valid.window);
     }
     let settled = settle(*valid, &survey, Some(1), now);
+    assert!(settled.requeue <= DRAINING_POLL, "{:?}", settled.requeue);
     let status = settled.status;
     assert_eq!(
         (
@@ -187,4 +188,34 @@ fn the_survey_reports_the_counts_and_each_selected_node() {
         .map(|n| (n.node, n.workspaces_left, n.drained))
         .collect();
     assert_eq!(per_node, vec![("node-2".to_string(), 2, false)]);
+}
+
+#[test]
+fn a_node_scoped_window_that_does_not_drain_still_follows_its_nodes() {
+    let now: Timestamp = "2026-12-01T22:30:00Z".parse().expect("time");
+    let mw: MaintenanceWindow = serde_json::from_value(json!({
+        "metadata": {"name": "upgrade", "generation": 1},
+        "spec": {"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z",
+                 "nodeSelector": {"matchLabels": {"kubernetes.io/hostname": "node-2"}}}
+    }))
+    .expect("window literal");
+    let SpecCheck::Valid(valid) = check_spec(&mw, now) else {
+        panic!("valid window");
+    };
+    assert!(valid.node_scoped && !valid.draining);
+    let tally = NodeTally::for_nodes(&valid.window, &nodes());
+    let mut survey = Survey::for_window(&valid, Some(tally));
+    survey.add(
+        &valid.window,
+        &[ws("two-a", "node-2", "Running", None)],
+        &BTreeMap::new(),
+    );
+    let settled = settle(*valid, &survey, Some(1), now);
+    assert!(settled.requeue <= DRAINING_POLL, "{:?}", settled.requeue);
+    assert_eq!(
+        settled.status.workspaces_remaining, None,
+        "no drain, no count"
+    );
+    assert_eq!(settled.status.nodes.len(), 1);
+    assert!(!settled.status.nodes[0].drained);
 }

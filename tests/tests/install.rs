@@ -111,14 +111,15 @@ fn differences(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
 }
 
 /// What the local overlay may change: images (imported, never pulled), intervals and
-/// other arguments, the workspace storage path, the real nodes only, and the PDB API 1.20
-/// serves. Anything else would make the local run test something users do not install.
+/// other arguments, the workspace storage path, the real nodes only, the PDB API 1.20
+/// serves, and the namespace-name label 1.20 does not set itself. Anything else would make the local run test something users do not install.
 fn allowed_locally(kind: &str, path: &str) -> bool {
     let container_field = |field: &str| {
         path.starts_with("/spec/template/spec/containers/") && path.split('/').nth(6) == Some(field)
     };
     match kind {
         "PodDisruptionBudget" => path == "/apiVersion",
+        "Namespace" => path == "/metadata/labels/kubernetes.io/metadata.name",
         "Deployment" | "DaemonSet" => {
             container_field("image")
                 || container_field("imagePullPolicy")
@@ -173,8 +174,27 @@ fn check_workloads() -> anyhow::Result<()> {
     for name in ["lifeguard-webhook", "lifeguard-controller"] {
         let deploy = named(&objects, "Deployment", name)?;
         ensure!(deploy["spec"]["replicas"] == 2, "{name}: 2 replicas");
-        let anti = &deploy["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"];
-        ensure!(!anti.is_null(), "{name}: pod anti-affinity");
+        let pod = &deploy["spec"]["template"]["spec"];
+        let spread = pod["topologySpreadConstraints"]
+            .as_array()
+            .is_some_and(|c| {
+                c.iter().any(|c| {
+                    c["topologyKey"] == "kubernetes.io/hostname"
+                        && c["whenUnsatisfiable"] == "DoNotSchedule"
+                        && c["maxSkew"] == 1
+                })
+            });
+        let anti = &pod["affinity"]["podAntiAffinity"];
+        // The webhook's availability is every workspace start's (failurePolicy Fail): its
+        // replicas are spread by a rule the scheduler enforces, not a preference.
+        if name == "lifeguard-webhook" {
+            ensure!(
+                spread,
+                "{name}: replicas spread across nodes (DoNotSchedule)"
+            );
+        } else {
+            ensure!(!anti.is_null() || spread, "{name}: replicas kept apart");
+        }
         let pdb = named(&objects, "PodDisruptionBudget", name)?;
         ensure!(
             pdb["apiVersion"] == "policy/v1",
@@ -227,6 +247,7 @@ fn check_workloads() -> anyhow::Result<()> {
         }
     }
     ensure!(seen == 3, "webhook, controller and prober workloads");
+    check_pod_level_hardening(&objects)?;
     for kind in ["ClusterRoleBinding", "RoleBinding"] {
         for binding in objects.iter().filter(|o| o["kind"] == kind) {
             for subject in binding["subjects"].as_array().context("subjects")? {
@@ -247,6 +268,56 @@ fn check_workloads() -> anyhow::Result<()> {
         ensure!(
             svc["metadata"]["labels"]["lifeguard.dev/job"].is_string(),
             "Service {name}: the job label the ServiceMonitors use"
+        );
+    }
+    Ok(())
+}
+
+/// Issue 25: seccomp on every pod, the prober's token in the prober container only, a
+/// NetworkPolicy for every workload, Pod Security labels on every namespace.
+fn check_pod_level_hardening(objects: &[Value]) -> anyhow::Result<()> {
+    const TOKEN_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+    let workloads = objects
+        .iter()
+        .filter(|o| o["kind"] == "Deployment" || o["kind"] == "DaemonSet");
+    for workload in workloads {
+        let name = workload["metadata"]["name"].as_str().unwrap_or_default();
+        let pod = &workload["spec"]["template"]["spec"];
+        ensure!(
+            pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault",
+            "{name}: pod-level seccompProfile RuntimeDefault"
+        );
+        let labels = &workload["spec"]["template"]["metadata"]["labels"];
+        let policed = objects.iter().any(|o| {
+            o["kind"] == "NetworkPolicy"
+                && o["metadata"]["namespace"] == workload["metadata"]["namespace"]
+                && o["spec"]["podSelector"]["matchLabels"]
+                    .as_object()
+                    .is_some_and(|m| m.iter().all(|(k, v)| &labels[k] == v))
+        });
+        ensure!(policed, "{name}: a NetworkPolicy selects its pods");
+    }
+    let node = named(objects, "DaemonSet", "lifeguard-workspace-node")?;
+    let pod = &node["spec"]["template"]["spec"];
+    ensure!(
+        pod["automountServiceAccountToken"] == false,
+        "node pods: no token for every container"
+    );
+    for c in pod["containers"].as_array().context("containers")? {
+        let mounts_token = c["volumeMounts"]
+            .as_array()
+            .is_some_and(|m| m.iter().any(|m| m["mountPath"] == TOKEN_PATH));
+        ensure!(
+            mounts_token == (c["name"] == "prober"),
+            "node pods/{}: only the prober mounts the prober's token",
+            c["name"]
+        );
+    }
+    for namespace in objects.iter().filter(|o| o["kind"] == "Namespace") {
+        ensure!(
+            namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"].is_string(),
+            "Namespace {}: a Pod Security enforce label",
+            namespace["metadata"]["name"]
         );
     }
     Ok(())

@@ -223,3 +223,58 @@ async fn services_route_both_ways() -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// The prober's token (patch any Node, create probe pods) is in the prober container only:
+/// the workspace daemon beside it, a third-party program in production, finds no token
+/// where in-cluster clients look, while the prober keeps reporting (its Node condition is
+/// written with that token, see nodes.rs).
+#[tokio::test]
+async fn only_the_prober_container_holds_the_prober_token() -> anyhow::Result<()> {
+    let client = client().await?;
+    let pods: Api<Pod> = Api::namespaced(client, "lifeguard-system");
+    let listed = pods
+        .list(&ListParams::default().labels("app.kubernetes.io/name=lifeguard-workspace-node"))
+        .await?;
+    ensure!(!listed.items.is_empty(), "no node pods");
+    for pod in &listed.items {
+        let name = pod.name_any();
+        let token_file = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+        let out = std::process::Command::new("kubectl")
+            .args([
+                "-n",
+                "lifeguard-system",
+                "exec",
+                &name,
+                "-c",
+                "workspace-daemon",
+                "--",
+            ])
+            .args([
+                "sh",
+                "-c",
+                &format!("test -e {token_file} && echo present || echo absent"),
+            ])
+            .output()?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        ensure!(
+            out.status.success() && stdout.trim() == "absent",
+            "{name}/workspace-daemon: token {} ({})",
+            stdout.trim(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let prober = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.containers.iter().find(|c| c.name == "prober"))
+            .context("prober container")?;
+        ensure!(
+            prober
+                .volume_mounts
+                .iter()
+                .flatten()
+                .any(|m| m.mount_path == "/var/run/secrets/kubernetes.io/serviceaccount"),
+            "{name}/prober: token mounted"
+        );
+    }
+    Ok(())
+}

@@ -167,3 +167,112 @@ async fn invalid_maintenance_window_is_denied_with_the_reason() {
     })
     .await;
 }
+
+/// Schedules as the real API server admits them through the webhook: one copied from a
+/// CronJob goes in, one whose day-of-month list hides an out-of-range value is refused
+/// (it was read as `*` before), and one with lifeguard's `L` extension goes in with a
+/// warning that kubectl prints.
+#[tokio::test]
+async fn schedules_are_admitted_as_a_cronjob_would_be_with_a_warning_for_the_extension() {
+    with_namespace("schedules", |client, _ns| async move {
+        apply_crds(&client).await?;
+        let windows: Api<MaintenanceWindow> = Api::all(client.clone());
+        let window = |name: &str, schedule: &str| -> anyhow::Result<MaintenanceWindow> {
+            Ok(serde_json::from_value(json!({
+                "metadata": {"name": name},
+                "spec": {"schedule": schedule, "duration": "1h", "suspend": true}
+            }))?)
+        };
+        let copied = unique_name("e2e-cronjob-schedule");
+        let refused = unique_name("e2e-bad-day-list");
+        let extended = unique_name("e2e-month-end");
+        let outcome = async {
+            windows
+                .create(&PostParams::default(), &window(&copied, "@weekly")?)
+                .await?;
+            windows
+                .create(
+                    &PostParams::default(),
+                    &window(&copied.replace("cronjob", "step"), "0/15 3 * * MON/2")?,
+                )
+                .await?;
+            let (code, message) = denial(
+                windows
+                    .create(&PostParams::default(), &window(&refused, "0 0 *,99 * *")?)
+                    .await,
+            )?;
+            assert_eq!(code, 422, "{message}");
+            assert!(
+                message.contains("day-of-month: \"99\" goes above the maximum 31"),
+                "{message}"
+            );
+            let manifest = serde_json::to_string(&window(&extended, "0 22 L * *")?)?;
+            let mut kubectl = std::process::Command::new("kubectl")
+                .args(["create", "-f", "-"])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()?;
+            if let Some(mut stdin) = kubectl.stdin.take() {
+                use std::io::Write;
+                stdin.write_all(manifest.as_bytes())?;
+            }
+            let out = kubectl.wait_with_output()?;
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            anyhow::ensure!(out.status.success(), "kubectl create failed: {stderr}");
+            anyhow::ensure!(
+                stderr.contains(
+                    "Warning: spec.schedule uses lifeguard's extension L (last day of the month)"
+                ),
+                "no warning from kubectl: {stderr}"
+            );
+            Ok(())
+        }
+        .await;
+        for name in [&copied, &copied.replace("cronjob", "step"), &extended] {
+            let _ = windows.delete(name, &DeleteParams::default()).await;
+        }
+        outcome
+    })
+    .await;
+}
+
+/// Exemption from admission is by namespace *name*, set in the webhook configurations by a
+/// cluster admin: a tenant who labels its own namespace with the old opt-out label
+/// (`lifeguard.dev/admission=disabled`) is still gated by an active window.
+#[tokio::test]
+async fn a_namespace_label_does_not_switch_admission_off() {
+    with_namespace("optout", |client, ns| async move {
+        apply_crds(&client).await?;
+        let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+        namespaces
+            .patch(
+                &ns,
+                &PatchParams::default(),
+                &Patch::Merge(
+                    json!({"metadata": {"labels": {"lifeguard.dev/admission": "disabled"}}}),
+                ),
+            )
+            .await?;
+        let window = open_window(
+            &client,
+            &ns,
+            SignedDuration::from_secs(120),
+            json!({}),
+            json!({}),
+        )
+        .await?;
+        let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
+        let outcome = denial(
+            workspaces
+                .create(&PostParams::default(), &workspace("tenant").build()?)
+                .await,
+        );
+        close_window(&client, &window).await;
+        let (code, message) = outcome?;
+        assert_eq!(code, 403, "{message}");
+        assert!(message.contains(&window), "names the window: {message}");
+        Ok(())
+    })
+    .await;
+}

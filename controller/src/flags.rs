@@ -8,6 +8,7 @@ use lifeguard_api::rejection::{Classifier, ClassifierError};
 pub use lifeguard_runtime::process::LogFormat;
 use lifeguard_runtime::process::parse_duration;
 
+use crate::workspace::namespace_policy::NamespacePolicy;
 use crate::workspace::plan::Settings;
 
 #[derive(Debug, Clone, Parser)]
@@ -67,6 +68,11 @@ pub struct Config {
     /// refused its predecessor (not when the template pins spec.nodeName).
     #[arg(long, env = "LIFEGUARD_AVOID_REFUSING_NODE", default_value_t = true, action = clap::ArgAction::Set)]
     pub avoid_refusing_node: bool,
+    /// Namespaces whose Workspaces never get a pod (Failed, reason NamespaceRefused), in
+    /// addition to kube-system and this controller's own namespace, which are always
+    /// refused (comma-separated).
+    #[arg(long, env = "LIFEGUARD_REFUSE_NAMESPACES", value_delimiter = ',')]
+    pub refuse_namespace: Vec<String>,
     /// How often pods holding our finalizer are swept for orphans and overdue deletions.
     #[arg(long, env = "LIFEGUARD_SWEEP_INTERVAL", default_value = "1m", value_parser = parse_duration)]
     pub sweep_interval: SignedDuration,
@@ -141,6 +147,10 @@ impl Config {
             avoid_refusing_node: self.avoid_refusing_node,
             create_backoff: self.create_backoff,
             create_backoff_max: self.create_backoff_max,
+            namespaces: NamespacePolicy::new(
+                &self.lease_namespace,
+                self.refuse_namespace.iter().cloned(),
+            ),
         })
     }
 }

@@ -2,5 +2,6 @@
 //! released only once its end is recorded. `plan` decides (pure); `reconcile` reads the
 //! Workspace and its pod, asks `plan` and performs the answer.
 
+pub mod namespace_policy;
 pub mod plan;
 pub mod reconcile;

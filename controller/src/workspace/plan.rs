@@ -17,6 +17,7 @@ use crate::rejection::{Rejection, rejected_after_running, rejection};
 use crate::status::{
     condition_is_true, from_pod, set_condition, set_failed, set_not_ready_because,
 };
+use crate::workspace::namespace_policy::{NamespacePolicy, refused_status};
 
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -45,6 +46,8 @@ pub struct Settings {
     /// row, up to `create_backoff_max`.
     pub create_backoff: SignedDuration,
     pub create_backoff_max: SignedDuration,
+    /// Namespaces whose Workspaces never get a pod (`namespace_policy`).
+    pub namespaces: NamespacePolicy,
 }
 
 impl Default for Settings {
@@ -61,6 +64,7 @@ impl Default for Settings {
             avoid_refusing_node: true,
             create_backoff: SignedDuration::from_secs(5),
             create_backoff_max: SignedDuration::from_secs(120),
+            namespaces: NamespacePolicy::default(),
         }
     }
 }
@@ -83,6 +87,8 @@ pub enum Action {
     RecordRejectedAfterRunning(Box<WorkspaceStatus>),
     /// The workspace has used up its retries.
     GiveUp(Box<WorkspaceStatus>),
+    /// The workspace's namespace is refused (`namespace_policy`): Failed, with an Event.
+    Refuse(Box<WorkspaceStatus>),
     /// Delete the pod; `Some(0)` for rejected pods, where nothing ran. `cause` says why,
     /// for the Event.
     DeletePod {
@@ -119,11 +125,20 @@ pub fn plan(ws: &Workspace, pod: Option<&Pod>, now: Timestamp, settings: &Settin
     if !deleting && !has_finalizer(ws.metadata.finalizers.as_ref(), WORKSPACE_FINALIZER) {
         return Action::AddWorkspaceFinalizer;
     }
-    match pod {
+    let action = match pod {
         Some(pod) if controlled_by(pod, ws) => plan_with_pod(ws, pod, now, settings),
         Some(pod) => plan_with_foreign_pod(ws, pod, now, settings),
         None => plan_without_pod(ws, now, settings),
+    };
+    // One gate before every pod creation, first starts and replacements alike.
+    if let Action::CreatePod { .. } = action
+        && let Some(message) = settings
+            .namespaces
+            .refusal(&ws.namespace().unwrap_or_default())
+    {
+        return Action::Refuse(Box::new(refused_status(ws, &message, now)));
     }
+    action
 }
 
 /// Whether `pod`'s controlling owner reference names this very Workspace (by UID): a pod

@@ -179,3 +179,62 @@ fn a_pod_that_exists_clears_the_refusal() {
     assert_eq!(status.last_create_error, None);
     assert_eq!(condition_of(&status, "PodCreateFailed").0, "False");
 }
+
+/// Issue 25: no pod for a Workspace in kube-system, the controller's own namespace or a
+/// configured one; first starts and replacements alike; once Failed it stays idle.
+#[test]
+fn a_refused_namespace_gets_no_pod() {
+    use crate::workspace::namespace_policy::NamespacePolicy;
+    let settings = Settings {
+        namespaces: NamespacePolicy::new("lifeguard-system", ["shared-infra".to_string()]),
+        ..Settings::default()
+    };
+    let in_ns = |namespace: &str, status: Value| ws(status, json!({"namespace": namespace}));
+    let replacement_due = json!({"phase": "Creating", "podStarts": 1, "podRecreated": 0,
+        "podDeletionTime": "2026-01-01T00:00:00Z", "nextAttemptTime": "2026-01-01T00:00:01Z",
+        "conditions": rejected_condition("True")});
+    for (what, workspace, refused) in [
+        ("kube-system", in_ns("kube-system", json!(null)), true),
+        (
+            "own namespace",
+            in_ns("lifeguard-system", json!(null)),
+            true,
+        ),
+        ("configured", in_ns("shared-infra", json!(null)), true),
+        (
+            "a replacement in kube-system",
+            in_ns("kube-system", replacement_due.clone()),
+            true,
+        ),
+        ("a tenant namespace", in_ns("team", json!(null)), false),
+        (
+            "a tenant's replacement",
+            in_ns("team", replacement_due),
+            false,
+        ),
+    ] {
+        match plan(&workspace, None, now(), &settings) {
+            Action::Refuse(status) => {
+                assert!(refused, "{what}: refused");
+                assert_eq!(status.phase, Some(WorkspacePhase::Failed), "{what}");
+                let (value, reason, message) = condition_of(&status, "Failed");
+                assert_eq!(
+                    (value.as_str(), reason.as_str()),
+                    ("True", "NamespaceRefused"),
+                    "{what}"
+                );
+                assert!(message.contains("ServiceAccounts"), "{what}: {message}");
+                // Stored, it plans nothing more.
+                let mut stored = workspace.clone();
+                stored.status = Some(*status);
+                assert_eq!(
+                    plan(&stored, None, now(), &settings),
+                    Action::Idle,
+                    "{what}"
+                );
+            }
+            Action::CreatePod { .. } => assert!(!refused, "{what}: created a pod"),
+            other => panic!("{what}: {}", kind(&other)),
+        }
+    }
+}

@@ -45,6 +45,7 @@ fn action_name(action: &Action) -> &'static str {
         Action::RecordRejection(_) => "record_rejection",
         Action::RecordRejectedAfterRunning(_) => "record_rejected_after_running",
         Action::GiveUp(_) => "give_up",
+        Action::Refuse(_) => "refuse",
         Action::DeletePod { .. } => "delete_pod",
         Action::ReleasePod => "release_pod",
         Action::RecordDisposal(_) => "record_disposal",
@@ -299,6 +300,23 @@ async fn reconcile_plan(
                 );
                 event(ctx, ws, EventType::Warning, REJECTED_AFTER_RUNNING, note).await;
             }
+        }
+        Action::Refuse(status) => {
+            write_status(workspaces, ws, &status).await?;
+            let note = status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == lifeguard_api::workspace::condition::FAILED)
+                .map(|c| c.message.clone())
+                .unwrap_or_default();
+            event(
+                ctx,
+                ws,
+                EventType::Warning,
+                crate::workspace::namespace_policy::REASON_NAMESPACE_REFUSED,
+                note,
+            )
+            .await;
         }
         Action::GiveUp(status) => {
             write_status(workspaces, ws, &status).await?;

@@ -1,0 +1,134 @@
+"""Evaluates lifeguard's ValidatingAdmissionPolicies (rendered YAML on stdin) against a
+table of admission requests: who asks, the object before and after, allowed or not."""
+import copy
+import sys
+
+import celpy
+import yaml
+
+AGENT = "system:serviceaccount:lifeguard-system:lifeguard-prober"
+CONTROLLER = "system:serviceaccount:lifeguard-system:lifeguard-controller"
+NODE_KEY = "authentication.kubernetes.io/node-name"
+
+
+def user(name, node=None):
+    extra = {NODE_KEY: [node]} if node else {}
+    return {"username": name, "extra": extra}
+
+
+def workspace_pod(node="node-2", **meta):
+    pod = {
+        "metadata": {
+            "name": "ws-alice",
+            "labels": {"lifeguard.dev/workspace": "alice"},
+            "annotations": {"lifeguard.dev/disposal-confirmation": "required"},
+            "finalizers": ["lifeguard.dev/disposal"],
+        },
+        "spec": {"nodeName": node, "containers": [{"name": "ide", "image": "ide:1"}]},
+    }
+    pod["metadata"].update(meta)
+    return pod
+
+
+def changed(obj, fn):
+    new = copy.deepcopy(obj)
+    fn(new)
+    return new
+
+
+def answer(pod, value="saved"):
+    return changed(pod, lambda p: p["metadata"]["annotations"].update({"lifeguard.dev/disposal-result": value}))
+
+
+POD = workspace_pod()
+PLAIN = changed(POD, lambda p: p["metadata"].pop("labels"))
+NODE = {"metadata": {"name": "node-2", "labels": {}}, "status": {}}
+
+# (policy, what, user, old object, new object, allowed)
+CASES = [
+    ("lifeguard-disposal-agent-own-node", "the answer on a workspace pod of its node",
+     user(AGENT, "node-2"), POD, answer(POD), True),
+    ("lifeguard-disposal-agent-own-node", "a failed answer",
+     user(AGENT, "node-2"), POD, answer(POD, "failed: disk full"), True),
+    ("lifeguard-disposal-agent-own-node", "a pod of another node",
+     user(AGENT, "node-1"), POD, answer(POD), False),
+    ("lifeguard-disposal-agent-own-node", "a token without a node (before 1.30, or not pod-bound)",
+     user(AGENT), POD, answer(POD), False),
+    ("lifeguard-disposal-agent-own-node", "a pod that is no workspace pod",
+     user(AGENT, "node-2"), PLAIN, answer(PLAIN), False),
+    ("lifeguard-disposal-agent-own-node", "a new image: code as the pod's ServiceAccount",
+     user(AGENT, "node-2"), POD,
+     changed(answer(POD), lambda p: p["spec"]["containers"][0].update({"image": "evil:1"})), False),
+    ("lifeguard-disposal-agent-own-node", "another annotation",
+     user(AGENT, "node-2"), POD,
+     changed(POD, lambda p: p["metadata"]["annotations"].update({"other": "x"})), False),
+    ("lifeguard-disposal-agent-own-node", "an annotation removed",
+     user(AGENT, "node-2"), POD,
+     changed(POD, lambda p: p["metadata"]["annotations"].pop("lifeguard.dev/disposal-confirmation")), False),
+    ("lifeguard-disposal-agent-own-node", "the disposal finalizer removed",
+     user(AGENT, "node-2"), POD, changed(POD, lambda p: p["metadata"].update({"finalizers": []})), False),
+    ("lifeguard-disposal-agent-own-node", "a label removed (the pod leaves lifeguard)",
+     user(AGENT, "node-2"), POD, changed(POD, lambda p: p["metadata"].update({"labels": {}})), False),
+    ("lifeguard-disposal-agent-own-node", "the controller is not the agent: not matched",
+     user(CONTROLLER), POD, changed(POD, lambda p: p["metadata"].update({"finalizers": []})), True),
+    ("lifeguard-prober-own-node", "the prober on its own node",
+     user(AGENT, "node-2"), NODE, changed(NODE, lambda n: n["metadata"]["labels"].update({"x": "y"})), True),
+    ("lifeguard-prober-own-node", "the prober on another node",
+     user(AGENT, "node-1"), NODE, changed(NODE, lambda n: n["metadata"]["labels"].update({"x": "y"})), False),
+    ("lifeguard-prober-own-node", "someone else: not matched",
+     user(CONTROLLER), NODE, changed(NODE, lambda n: n["metadata"]["labels"].update({"x": "y"})), True),
+]
+
+
+def evaluate(env, expression, activation):
+    return env.program(env.compile(expression)).evaluate(activation)
+
+
+def admits(policy, request_user, old, new):
+    """None when the policy does not apply; else (allowed, message of the first failure)."""
+    env = celpy.Environment()
+    activation = {
+        "request": celpy.json_to_cel({"userInfo": request_user, "operation": "UPDATE"}),
+        "object": celpy.json_to_cel(new),
+        "oldObject": celpy.json_to_cel(old),
+    }
+    spec = policy["spec"]
+    for condition in spec.get("matchConditions", []):
+        if not bool(evaluate(env, condition["expression"], activation)):
+            return None
+    variables = {}
+    for variable in spec.get("variables", []):
+        activation["variables"] = celpy.json_to_cel(variables)
+        variables[variable["name"]] = evaluate(env, variable["expression"], activation)
+    activation["variables"] = celpy.celtypes.MapType(
+        {celpy.celtypes.StringType(k): v for k, v in variables.items()}
+    )
+    for validation in spec["validations"]:
+        if not bool(evaluate(env, validation["expression"], activation)):
+            return False, validation.get("message", "")
+    return True, ""
+
+
+def main():
+    policies = {
+        doc["metadata"]["name"]: doc
+        for doc in yaml.safe_load_all(sys.stdin)
+        if doc and doc.get("kind") == "ValidatingAdmissionPolicy"
+    }
+    passed = failed = 0
+    for name, what, request_user, old, new, allowed in CASES:
+        if name not in policies:
+            sys.exit(f"policy {name} is not in the rendered manifests")
+        outcome = admits(policies[name], request_user, old, new)
+        got = True if outcome is None else outcome[0]
+        if got == allowed:
+            passed += 1
+        else:
+            failed += 1
+            print(f"FAILED: {name}: {what}: {'allowed' if got else 'denied'}, expected "
+                  f"{'allowed' if allowed else 'denied'} {outcome}")
+    print(f"policies: {passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+main()

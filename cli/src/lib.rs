@@ -17,14 +17,35 @@ pub mod workspaces;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 pub use commands::run;
 pub use error::{Error, exit};
 
+/// How help and errors name the program: kubectl runs a plugin found on PATH as
+/// `kubectl-lifeguard`, and its user typed `kubectl lifeguard`.
+pub fn bin_name(argv0: Option<&std::ffi::OsStr>) -> &'static str {
+    let invoked_as = argv0
+        .map(std::path::Path::new)
+        .and_then(std::path::Path::file_name)
+        .and_then(std::ffi::OsStr::to_str)
+        .unwrap_or_default();
+    if invoked_as.starts_with("kubectl-") {
+        "kubectl lifeguard"
+    } else {
+        "lifeguard"
+    }
+}
+
 /// The whole program; `main.rs` only calls this.
 pub fn main() -> ExitCode {
-    let cli = match flags::Cli::try_parse() {
+    let mut args = std::env::args_os();
+    let bin_name = bin_name(args.next().as_deref());
+    let parsed = flags::Cli::command()
+        .bin_name(bin_name)
+        .try_get_matches_from(std::iter::once(bin_name.into()).chain(args))
+        .and_then(|matches| flags::Cli::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
             // Help and --version land here too, with exit code 0.
@@ -47,6 +68,31 @@ pub fn main() -> ExitCode {
         Err(e) => {
             eprintln!("error: {e}");
             e.exit_code()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsStr;
+
+    #[test]
+    fn the_name_it_was_invoked_by() {
+        for (argv0, expected) in [
+            (
+                Some("/usr/local/bin/kubectl-lifeguard"),
+                "kubectl lifeguard",
+            ),
+            (Some("kubectl-lifeguard"), "kubectl lifeguard"),
+            (Some("/usr/local/bin/lifeguard"), "lifeguard"),
+            (Some("lifeguard-cli"), "lifeguard"),
+            (None, "lifeguard"),
+        ] {
+            assert_eq!(
+                super::bin_name(argv0.map(OsStr::new)),
+                expected,
+                "{argv0:?}"
+            );
         }
     }
 }

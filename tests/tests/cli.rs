@@ -389,3 +389,54 @@ async fn next_names_the_schedule_extension_a_cronjob_would_refuse() {
         serde_json::json!(["L (last day of the month)"])
     );
 }
+
+/// kubectl habits: with `kubectl-lifeguard` on PATH (installed beside `lifeguard`),
+/// `kubectl lifeguard ...` runs the CLI as a kubectl plugin, and its help says so.
+#[tokio::test]
+async fn kubectl_runs_the_cli_as_a_plugin() {
+    let dir = std::env::temp_dir().join(format!("lifeguard-plugin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let plugin = dir.join("kubectl-lifeguard");
+    let _ = std::fs::remove_file(&plugin);
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_kubectl-lifeguard"), &plugin).expect("symlink");
+    let path = format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/weekly-window.yaml");
+    let kubectl = |args: &[&str]| {
+        Command::new("kubectl")
+            .arg("lifeguard")
+            .args(args)
+            .env("PATH", &path)
+            .output()
+            .expect("kubectl runs")
+    };
+    let next = kubectl(&[
+        "--kubeconfig",
+        "/nonexistent",
+        "maintenance",
+        "next",
+        "-f",
+        fixture,
+        "--at",
+        "2026-10-11T12:00:00Z",
+        "--count",
+        "1",
+    ]);
+    let stdout = String::from_utf8_lossy(&next.stdout);
+    assert!(next.status.success(), "{next:?}");
+    assert!(
+        stdout.contains("sunday-upgrade   2026-10-18 02:30 CEST"),
+        "{stdout}"
+    );
+    let help = kubectl(&["--help"]);
+    let help_text = String::from_utf8_lossy(&help.stdout);
+    assert!(help.status.success(), "{help:?}");
+    assert!(
+        help_text.contains("Usage: kubectl lifeguard"),
+        "{help_text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

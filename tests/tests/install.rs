@@ -323,6 +323,29 @@ fn check_pod_level_hardening(objects: &[Value]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// With cert-manager the webhook neither writes its Secret nor its configurations' CA
+/// bundle, so it keeps no right to either.
+#[test]
+fn the_cert_manager_variant_drops_the_certificate_rights() {
+    let objects = render("manifests/cert-manager").unwrap();
+    assert!(
+        !objects
+            .iter()
+            .any(|o| (o["kind"] == "Role" || o["kind"] == "RoleBinding")
+                && o["metadata"]["name"] == "lifeguard-webhook-certificate"),
+        "the certificate Role is gone"
+    );
+    let role = named(&objects, "ClusterRole", "lifeguard-webhook").unwrap();
+    let rules = role["rules"].as_array().cloned().unwrap_or_default();
+    assert!(
+        !rules
+            .iter()
+            .any(|r| r["apiGroups"][0] == "admissionregistration.k8s.io"),
+        "no right on the webhook configurations: {rules:?}"
+    );
+    assert_eq!(rules.len(), 2, "windows and namespaces only: {rules:?}");
+}
+
 #[test]
 fn monitoring_kustomization_renders_the_alert_rules() {
     check_monitoring().unwrap();

@@ -100,6 +100,37 @@ async fn the_webhook_reads_windows_and_keeps_only_its_own_certificate() {
         ),
         ("get", "", "secrets", LIFEGUARD_NAMESPACE, "another-secret"),
         ("get", "", "secrets", "kube-system", ""),
+        // Verbs the code never calls (webhook/src/manager.rs: get, create and update of
+        // the Secret; get and patch of the configurations), so not granted; the
+        // certificate tests (cert_rotation.rs) show the rest suffice.
+        (
+            "list",
+            "",
+            "secrets",
+            LIFEGUARD_NAMESPACE,
+            "lifeguard-webhook-tls",
+        ),
+        (
+            "watch",
+            "",
+            "secrets",
+            LIFEGUARD_NAMESPACE,
+            "lifeguard-webhook-tls",
+        ),
+        (
+            "patch",
+            "",
+            "secrets",
+            LIFEGUARD_NAMESPACE,
+            "lifeguard-webhook-tls",
+        ),
+        (
+            "update",
+            "admissionregistration.k8s.io",
+            "validatingwebhookconfigurations",
+            "",
+            "lifeguard-validate",
+        ),
         ("patch", "lifeguard.dev", "workspaces", "team-a", ""),
         ("create", "", "pods", "team-a", ""),
     ];
@@ -133,6 +164,9 @@ async fn the_controller_manages_workspace_pods_and_only_its_own_lease() {
             "lifeguard-controller",
         ),
         ("create", "events.k8s.io", "events", "team-a", ""),
+        // A node-scoped window's signal for upgrade tools: the drained label and the
+        // window annotation on the Nodes it selects.
+        ("patch", "", "nodes", "", "lifeguard-node-1"),
     ];
     let deny: &[Request] = &[
         (
@@ -145,7 +179,7 @@ async fn the_controller_manages_workspace_pods_and_only_its_own_lease() {
         ("get", "", "secrets", "team-a", ""),
         ("delete", "lifeguard.dev", "workspaces", "team-a", "alice"),
         ("create", "lifeguard.dev", "maintenancewindows", "", ""),
-        ("patch", "", "nodes", "", "lifeguard-node-1"),
+        ("patch", "", "nodes/status", "", "lifeguard-node-1"),
         ("delete", "", "nodes", "", "lifeguard-node-1"),
     ];
     check("lifeguard-controller", allow, deny).await.unwrap();

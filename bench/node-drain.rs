@@ -1,0 +1,151 @@
+//! Benchmark: draining one node under a budget. N workspaces run on node 2, each with the
+//! disposal handshake answered by the prober's stand-in agent after its save time S; a
+//! node-scoped window on node 2 drains them with `maxConcurrentDrains` 1, 4 and unlimited.
+//! Reported per budget: time from the window's creation to `Drained`, against the ideal
+//! ceil(N / budget) x S, and the overhead per budget slot (target: under 1 s).
+//!
+//!   cargo run --release -p lifeguard-e2e --bin bench-node-drain -- [N] [S_SECONDS]
+//!
+//! Defaults: N = 40, S = 3 (the local overlay's `--disposal-standin-save-time`). Needs the
+//! local run (`./local-up`).
+
+use std::time::{Duration, Instant};
+
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
+use kube::Client;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use lifeguard_api::maintenance::condition::DRAINED;
+use lifeguard_api::{MaintenanceWindow, Workspace, WorkspacePhase};
+use lifeguard_e2e::{SECOND_NODE, poll_until, rfc3339, unique_name, workspace};
+use serde_json::{Value, json};
+
+const LABEL: &str = "lifeguard.dev/bench-node-drain";
+
+async fn bind_the_stand_in(client: &Client) -> anyhow::Result<()> {
+    let bindings: Api<ClusterRoleBinding> = Api::all(client.clone());
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "lifeguard-prober-disposal-standin"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "lifeguard-disposal-agent"},
+        "subjects": [{"kind": "ServiceAccount", "name": "lifeguard-prober", "namespace": "lifeguard-system"}]
+    }))?;
+    match bindings.create(&PostParams::default(), &binding).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// N running workspaces on node 2 in a fresh namespace; returns the namespace.
+async fn running_on_node_2(client: &Client, n: usize) -> anyhow::Result<String> {
+    let ns = unique_name("bench-drain");
+    let namespace: Namespace = serde_json::from_value(
+        json!({"metadata": {"name": ns, "labels": {LABEL: ns, "lifeguard.dev/e2e": "true"}}}),
+    )?;
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await?;
+    // Pods are refused until the namespace's default service account has its token.
+    let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        Api::namespaced(client.clone(), &ns);
+    poll_until(
+        "default service account token",
+        Duration::from_secs(60),
+        || async {
+            let sa = accounts.get_opt("default").await?;
+            Ok(sa.and_then(|sa| sa.secrets).filter(|s| !s.is_empty()))
+        },
+    )
+    .await?;
+    let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
+    for i in 0..n {
+        let ws = workspace(&format!("w{i:02}"))
+            .spec(json!({"confirmDisposal": true}))
+            .pod_labels(json!({"disposal-standin": "true"}))
+            .pod_spec(json!({"nodeSelector": {"kubernetes.io/hostname": SECOND_NODE}}))
+            .small_requests()
+            .build()?;
+        workspaces.create(&PostParams::default(), &ws).await?;
+    }
+    poll_until(
+        &format!("{n} workspaces Running"),
+        Duration::from_secs(600),
+        || async {
+            let running = workspaces
+                .list(&ListParams::default())
+                .await?
+                .items
+                .iter()
+                .filter(|w| {
+                    w.status.as_ref().and_then(|s| s.phase) == Some(WorkspacePhase::Running)
+                })
+                .count();
+            Ok((running == n).then_some(()))
+        },
+    )
+    .await?;
+    Ok(ns)
+}
+
+/// Seconds from creating the window to its `Drained` condition.
+async fn drain(client: &Client, ns: &str, budget: Option<u32>) -> anyhow::Result<Duration> {
+    let windows: Api<MaintenanceWindow> = Api::all(client.clone());
+    let name = unique_name("bench-drain");
+    let now = Timestamp::now();
+    let mut spec = json!({
+        "start": rfc3339(now - SignedDuration::from_secs(5)),
+        "end": rfc3339(now + SignedDuration::from_mins(60)),
+        "drain": true,
+        "nodeSelector": {"matchLabels": {"kubernetes.io/hostname": SECOND_NODE}},
+        "namespaceSelector": {"matchLabels": {LABEL: ns}},
+    });
+    if let Some(b) = budget {
+        spec["maxConcurrentDrains"] = Value::from(b);
+    }
+    let window: MaintenanceWindow =
+        serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec}))?;
+    let started = Instant::now();
+    windows.create(&PostParams::default(), &window).await?;
+    let drained = poll_until("Drained", Duration::from_secs(1800), || async {
+        let w = windows.get(&name).await?;
+        let done = w.status.is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == DRAINED && c.status == "True")
+        });
+        Ok(done.then(|| started.elapsed()))
+    })
+    .await;
+    let _ = windows.delete(&name, &DeleteParams::default()).await;
+    drained
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let n: usize = args.next().map(|a| a.parse()).transpose()?.unwrap_or(40);
+    let save: f64 = args.next().map(|a| a.parse()).transpose()?.unwrap_or(3.0);
+    let client = lifeguard_e2e::client().await?;
+    bind_the_stand_in(&client).await?;
+    println!("N = {n} workspaces on {SECOND_NODE}, stand-in save time S = {save} s");
+    println!("budget      drained in   ceil(N/b) x S   overhead per slot");
+    for budget in [Some(1), Some(4), None] {
+        let ns = running_on_node_2(&client, n).await?;
+        let took = drain(&client, &ns, budget).await;
+        let _ = Api::<Namespace>::all(client.clone())
+            .delete(&ns, &DeleteParams::default())
+            .await;
+        let took = took?.as_secs_f64();
+        let slots = budget.map_or(1, |b| n.div_ceil(b as usize)) as f64;
+        let ideal = slots * save;
+        println!(
+            "{:<11} {:>9.1} s   {:>11.1} s   {:>13.2} s",
+            budget.map_or("unlimited".to_string(), |b| b.to_string()),
+            took,
+            ideal,
+            (took - ideal) / slots
+        );
+    }
+    Ok(())
+}

@@ -41,6 +41,26 @@ async fn lifeguard(args: &[&str]) -> anyhow::Result<Run> {
     Ok(run)
 }
 
+/// `lifeguard maintenance next -f tests/fixtures/FIXTURE --at AT --count COUNT EXTRA...`
+/// with no cluster behind it (a kubeconfig that does not exist).
+async fn next_offline(fixture: &str, at: &str, count: &str, extra: &[&str]) -> Run {
+    let path = format!("{}/fixtures/{fixture}", env!("CARGO_MANIFEST_DIR"));
+    let mut args = vec![
+        "--kubeconfig",
+        "/nonexistent",
+        "maintenance",
+        "next",
+        "-f",
+        &path,
+        "--at",
+        at,
+        "--count",
+        count,
+    ];
+    args.extend_from_slice(extra);
+    lifeguard(&args).await.expect("runs")
+}
+
 /// Tries to create workspace `name` until the webhook's answer is `denied` (its window
 /// cache follows the API with a short delay); returns the denial message, if any.
 async fn create_until(
@@ -282,20 +302,7 @@ async fn wait_times_out_with_exit_code_3_and_refuses_what_cannot_drain() {
 
 #[tokio::test]
 async fn next_from_a_file_needs_no_cluster() {
-    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/weekly-window.yaml");
-    let args = [
-        "--kubeconfig",
-        "/nonexistent",
-        "maintenance",
-        "next",
-        "-f",
-        fixture,
-        "--at",
-        "2026-10-11T12:00:00Z",
-        "--count",
-        "3",
-    ];
-    let run = lifeguard(&args).await.expect("runs");
+    let run = next_offline("weekly-window.yaml", "2026-10-11T12:00:00Z", "3", &[]).await;
     assert_eq!(run.code, Some(0), "{run:?}");
     // The end of summer time on 2026-10-25: the window still lasts two real hours.
     assert_eq!(
@@ -305,9 +312,13 @@ async fn next_from_a_file_needs_no_cluster() {
          sunday-upgrade   2026-10-25 02:30 CEST   2026-10-25 03:30 CET    in 13d\n\
          sunday-upgrade   2026-11-01 02:30 CET    2026-11-01 04:30 CET    in 20d\n"
     );
-    let json = lifeguard(&[&args[..], &["-o", "json"]].concat())
-        .await
-        .expect("runs");
+    let json = next_offline(
+        "weekly-window.yaml",
+        "2026-10-11T12:00:00Z",
+        "3",
+        &["-o", "json"],
+    )
+    .await;
     let value: Value = serde_json::from_str(&json.stdout).expect("JSON");
     assert_eq!(value["items"][1]["start"], "2026-10-25T00:30:00Z");
     assert_eq!(value["items"][1]["end"], "2026-10-25T02:30:00Z");
@@ -318,23 +329,13 @@ async fn next_from_a_file_needs_no_cluster() {
 /// 2026-03-29, so `0 2 * * 0` opens at the jump, 03:00 CEST (01:00Z).
 #[tokio::test]
 async fn next_opens_a_window_on_the_jump_of_a_dst_gap_day() {
-    let fixture = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/fixtures/berlin-spring-forward.yaml"
-    );
-    let args = [
-        "--kubeconfig",
-        "/nonexistent",
-        "maintenance",
-        "next",
-        "-f",
-        fixture,
-        "--at",
+    let run = next_offline(
+        "berlin-spring-forward.yaml",
         "2026-03-22T12:00:00Z",
-        "--count",
         "2",
-    ];
-    let run = lifeguard(&args).await.expect("runs");
+        &[],
+    )
+    .await;
     assert_eq!(run.code, Some(0), "{run:?}");
     assert_eq!(
         run.stdout,
@@ -344,9 +345,13 @@ async fn next_opens_a_window_on_the_jump_of_a_dst_gap_day() {
     );
     assert!(run.stderr.is_empty(), "{run:?}");
     // In force right after the jump.
-    let during = lifeguard(&[&args[..7], &["2026-03-29T01:30:00Z", "--count", "1"]].concat())
-        .await
-        .expect("runs");
+    let during = next_offline(
+        "berlin-spring-forward.yaml",
+        "2026-03-29T01:30:00Z",
+        "1",
+        &[],
+    )
+    .await;
     assert!(
         during
             .stdout
@@ -357,25 +362,13 @@ async fn next_opens_a_window_on_the_jump_of_a_dst_gap_day() {
 
 #[tokio::test]
 async fn next_names_the_schedule_extension_a_cronjob_would_refuse() {
-    let fixture = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/fixtures/month-end-window.yaml"
-    );
-    let args = [
-        "--kubeconfig",
-        "/nonexistent",
-        "maintenance",
-        "next",
-        "-f",
-        fixture,
-        "--at",
+    let run = next_offline(
+        "month-end-window.yaml",
         "2028-02-15T00:00:00Z",
-        "--count",
         "1",
-        "-o",
-        "json",
-    ];
-    let run = lifeguard(&args).await.expect("runs");
+        &["-o", "json"],
+    )
+    .await;
     assert_eq!(run.code, Some(0), "{run:?}");
     assert!(
         run.stderr

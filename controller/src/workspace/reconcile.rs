@@ -55,6 +55,16 @@ fn action_name(action: &Action) -> &'static str {
     }
 }
 
+/// The message of the `Failed` condition, which is what a failing workspace's Event says.
+fn failed_message(status: &lifeguard_api::WorkspaceStatus) -> String {
+    status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == lifeguard_api::workspace::condition::FAILED)
+        .map(|c| c.message.clone())
+        .unwrap_or_default()
+}
+
 async fn event(ctx: &Context, ws: &Workspace, type_: EventType, reason: &str, note: String) {
     let regarding = ws.object_ref(&());
     lifeguard_runtime::events::record(&ctx.client, &ctx.reporter, &regarding, type_, reason, note)
@@ -303,18 +313,12 @@ async fn reconcile_plan(
         }
         Action::Refuse(status) => {
             write_status(workspaces, ws, &status).await?;
-            let note = status
-                .conditions
-                .iter()
-                .find(|c| c.type_ == lifeguard_api::workspace::condition::FAILED)
-                .map(|c| c.message.clone())
-                .unwrap_or_default();
             event(
                 ctx,
                 ws,
                 EventType::Warning,
                 crate::workspace::namespace_policy::REASON_NAMESPACE_REFUSED,
-                note,
+                failed_message(&status),
             )
             .await;
         }
@@ -325,13 +329,14 @@ async fn reconcile_plan(
                 .as_ref()
                 .map_or("unknown", |r| r.reason.as_str());
             ctx.metrics.give_ups.with_label_values(&[reason]).inc();
-            let note = status
-                .conditions
-                .iter()
-                .find(|c| c.type_ == lifeguard_api::workspace::condition::FAILED)
-                .map(|c| c.message.clone())
-                .unwrap_or_default();
-            event(ctx, ws, EventType::Warning, "GaveUp", note).await;
+            event(
+                ctx,
+                ws,
+                EventType::Warning,
+                "GaveUp",
+                failed_message(&status),
+            )
+            .await;
         }
         Action::DeletePod {
             grace_seconds,

@@ -55,9 +55,12 @@ fn macros_are_the_fields_they_stand_for() {
     assert_eq!(days_of("@yearly", 2026, 2), Vec::<i8>::new());
 }
 
+/// (what, schedule, the (hour, minute) pairs of a matching day)
+type TimesCase = (&'static str, &'static str, Vec<(i8, i8)>);
+
 #[test]
 fn field_forms_match_what_cronjob_matches() {
-    let cases: Vec<(&str, &str, Vec<(i8, i8)>)> = vec![
+    let cases: Vec<TimesCase> = vec![
         (
             "a step from a single start runs to the maximum",
             "0/15 3 * * *",

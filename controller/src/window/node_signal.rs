@@ -60,20 +60,25 @@ fn patch_for(change: &NodeChange, window: &str) -> (String, Value) {
 
 /// Brings `nodes` to what window `window` says (`tally` while it is active and
 /// node-scoped). A merge patch of our two keys only: every other label stays as it is.
+/// Returns the nodes that have just turned drained, for the window's `NodeDrained` Event.
 pub async fn apply(
     client: &Client,
     window: &str,
     tally: Option<&NodeTally>,
     nodes: &[NodeMeta],
-) -> Result<(), Error> {
+) -> Result<Vec<String>, Error> {
     let api: Api<Node> = Api::all(client.clone());
+    let mut drained = Vec::new();
     for change in node_changes(window, tally, nodes) {
         let (node, patch) = patch_for(&change, window);
         api.patch(&node, &PatchParams::default(), &Patch::Merge(&patch))
             .await?;
         tracing::info!(%window, %node, ?change, "node signal updated");
+        if matches!(change, NodeChange::Mark { drained: true, .. }) {
+            drained.push(node);
+        }
     }
-    Ok(())
+    Ok(drained)
 }
 
 /// Clears every node whose annotation names a window that no longer exists (or that
@@ -119,7 +124,7 @@ pub fn on_deleted<T, E1, E2>(client: &Client, result: &Result<T, ControllerError
     tokio::spawn(async move {
         let cleared = async {
             let nodes = list(&client, false).await?;
-            apply(&client, &window, None, &nodes).await
+            apply(&client, &window, None, &nodes).await.map(|_| ())
         };
         if let Err(error) = cleared.await {
             tracing::warn!(%window, %error, "clearing the deleted window's nodes failed; the sweep retries");

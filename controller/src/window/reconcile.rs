@@ -95,7 +95,19 @@ pub async fn reconcile_window(
             tracing::info!(window = %name, workspace = %ws, %namespace, "draining workspace");
         }
     }
-    node_signal::apply(&ctx.client, &name, survey.nodes.as_ref(), &nodes).await?;
+    let drained_nodes =
+        node_signal::apply(&ctx.client, &name, survey.nodes.as_ref(), &nodes).await?;
+    for node in drained_nodes {
+        lifeguard_runtime::events::record(
+            &ctx.client,
+            &ctx.reporter,
+            &mw.object_ref(&()),
+            EventType::Normal,
+            "NodeDrained",
+            format!("no covered workspace is left on node {node}; it is labelled lifeguard.dev/drained=true"),
+        )
+        .await;
+    }
     record_metrics(&ctx.metrics, &name, &survey);
     let settled = plan::settle(valid, &survey, mw.metadata.generation, now);
     if Some(&settled.status) != mw.status.as_ref() {
@@ -127,12 +139,19 @@ fn record_metrics(metrics: &Metrics, window: &str, survey: &Survey) {
         }
     }
     match &survey.drain {
-        Some(drain) => metrics
-            .drain_remaining
-            .with_label_values(&[window])
-            .set(i64::from(drain.remaining)),
+        Some(drain) => {
+            metrics
+                .drain_remaining
+                .with_label_values(&[window])
+                .set(i64::from(drain.remaining));
+            metrics
+                .drain_in_flight
+                .with_label_values(&[window])
+                .set(i64::from(drain.in_flight) + drain.to_stop.len() as i64);
+        }
         None => {
             let _ = metrics.drain_remaining.remove_label_values(&[window]);
+            let _ = metrics.drain_in_flight.remove_label_values(&[window]);
         }
     }
 }
@@ -156,6 +175,9 @@ pub fn forget_deleted<T, E1, E2>(metrics: &Metrics, result: &Result<T, Controlle
     };
     let _ = metrics
         .workspaces_notified
+        .remove_label_values(&[window.name.as_str()]);
+    let _ = metrics
+        .drain_in_flight
         .remove_label_values(&[window.name.as_str()]);
     if metrics
         .drain_remaining
@@ -189,6 +211,7 @@ mod tests {
                 .drain_remaining
                 .with_label_values(&[window])
                 .set(remaining);
+            metrics.drain_in_flight.with_label_values(&[window]).set(1);
         }
         let still_there: Outcome = Ok(());
         forget_deleted(&metrics, &still_there);
@@ -209,6 +232,10 @@ mod tests {
         assert!(
             rendered.contains(r#"lifeguard_controller_drain_remaining{window="other"} 1"#),
             "a window whose reconcile failed keeps its series:\n{rendered}"
+        );
+        assert!(
+            rendered.contains(r#"lifeguard_controller_drain_in_flight{window="other"} 1"#),
+            "its in-flight series too:\n{rendered}"
         );
         // Forgetting twice (a second stale requeue) is harmless.
         forget_deleted(&metrics, &deleted);

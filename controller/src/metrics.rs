@@ -1,6 +1,8 @@
 //! Prometheus metrics of the controller, on their own registry.
 
-use prometheus::{IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
+use prometheus::{
+    HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+};
 
 #[derive(Clone)]
 pub struct Metrics {
@@ -22,6 +24,7 @@ pub struct Metrics {
     pub workspaces_notified: IntGaugeVec,
     pub notices: IntCounterVec,
     pub disposals_unconfirmed: IntCounterVec,
+    pub workspace_starts: HistogramVec,
 }
 
 fn counter(name: &str, help: &str, labels: &[&str]) -> Result<IntCounterVec, prometheus::Error> {
@@ -109,6 +112,18 @@ impl Metrics {
                 "Workspace pods released without their backup agent confirming the work was saved (the work may be lost), by reason: timed_out or agent_failed.",
                 &["reason"],
             )?,
+            // From a few seconds (image present) to the default start deadline's order
+            // (a slow image pull), so both SLO alerts have buckets near their thresholds.
+            workspace_starts: HistogramVec::new(
+                HistogramOpts::new(
+                    "lifeguard_controller_workspace_start_seconds",
+                    "Workspace starts, from the Workspace's creation (or its replacement pod's) to Running (outcome started) or Failed before it ran (outcome failed).",
+                )
+                .buckets(vec![
+                    1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0,
+                ]),
+                &["outcome"],
+            )?,
             leader: IntGauge::new(
                 "lifeguard_controller_leader",
                 "1 while this replica holds the leader Lease and reconciles.",
@@ -130,6 +145,7 @@ impl Metrics {
         }
         m.registry.register(Box::new(m.workspaces.clone()))?;
         m.registry.register(Box::new(m.leader.clone()))?;
+        m.registry.register(Box::new(m.workspace_starts.clone()))?;
         m.registry.register(Box::new(m.drain_remaining.clone()))?;
         m.registry.register(Box::new(m.drain_in_flight.clone()))?;
         m.registry

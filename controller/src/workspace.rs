@@ -5,3 +5,4 @@
 pub mod namespace_policy;
 pub mod plan;
 pub mod reconcile;
+pub mod start_latency;

@@ -334,3 +334,46 @@ async fn every_dashboard_query_is_valid_promql() {
         }
     }
 }
+
+/// The start SLO's histogram: a workspace that starts is timed (Workspace created to
+/// Running) and Prometheus has the observation; with a second start in the rate window the
+/// p95 recording rule yields a value.
+#[tokio::test]
+async fn a_workspace_start_is_timed_for_the_start_slo() {
+    let _lock = support::cluster_lock(false).expect("cluster lock");
+    with_namespace("prom-start", |client, ns| async move {
+        apply_crds(&client).await?;
+        let started = r#"sum(lifeguard_controller_workspace_start_seconds_count{job="lifeguard-controller",outcome="started"})"#;
+        let before = value(started)?.unwrap_or(0.0);
+        let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
+        let mut after = before;
+        // Two starts, each scraped: a counter's first sample carries no rate, the second does.
+        for name in ["erin", "frank"] {
+            workspaces
+                .create(&PostParams::default(), &lifeguard_e2e::workspace(name).build()?)
+                .await?;
+            wait_for(&workspaces, name, TIMEOUT, "Running", |w| {
+                w.status.as_ref().and_then(|s| s.phase) == Some(WorkspacePhase::Running)
+            })
+            .await?;
+            after = wait_above(started, after).await?;
+        }
+        let p95 = poll_until(
+            "lifeguard:workspace_start_seconds:p95_30m has a value",
+            SCRAPE_WAIT,
+            || async {
+                Ok(value("lifeguard:workspace_start_seconds:p95_30m")?
+                    .filter(|v| v.is_finite() && *v > 0.0))
+            },
+        )
+        .await?;
+        let seconds = r#"sum(lifeguard_controller_workspace_start_seconds_sum{job="lifeguard-controller",outcome="started"})"#;
+        eprintln!(
+            "starts timed: {before} -> {after}; seconds in all {:?}; p95 over 30m {p95}",
+            value(seconds)?
+        );
+        anyhow::ensure!(p95 < 1200.0, "p95 {p95}");
+        Ok(())
+    })
+    .await;
+}

@@ -623,4 +623,4 @@ mod plan_create_tests;
 mod plan_owner_tests;
 #[cfg(test)]
 #[path = "plan_tests.rs"]
-mod plan_tests;
+pub(crate) mod plan_tests;

@@ -29,6 +29,7 @@ use crate::status::clear_create_refusal;
 use crate::workspace::plan::{
     Action, CreateRefusal, REJECTED_AFTER_RUNNING, create_retry_at, plan, record_create_refusal,
 };
+use crate::workspace::start_latency;
 use crate::{Context, Error, FIELD_MANAGER};
 
 /// How soon to look again after a write: the watch event usually comes first.
@@ -73,13 +74,24 @@ async fn event(ctx: &Context, ws: &Workspace, type_: EventType, reason: &str, no
 
 /// The whole status, by server-side apply; a status that ends the workspace also takes its
 /// maintenance notice back (`notice::settled`).
+/// Writes the status; a write that finishes a start (Running, or Failed before it ran) is
+/// timed for the start SLO once it is stored (`start_latency`).
 async fn write_status(
+    ctx: &Context,
     api: &Api<Workspace>,
     ws: &Workspace,
+    pod: Option<&Pod>,
     status: &WorkspaceStatus,
 ) -> Result<(), Error> {
-    let status = notice::settled(ws, status.clone(), Timestamp::now());
+    let now = Timestamp::now();
+    let status = notice::settled(ws, status.clone(), now);
     lifeguard_runtime::status::apply(api, &ws.name_any(), FIELD_MANAGER, &status).await?;
+    if let Some((outcome, seconds)) = start_latency::observation(ws, pod, &status, now) {
+        ctx.metrics
+            .workspace_starts
+            .with_label_values(&[outcome])
+            .observe(seconds);
+    }
     Ok(())
 }
 
@@ -117,7 +129,7 @@ pub async fn reconcile(
         ),
     };
     if let Some((status, note, type_, reason, action)) = node_change {
-        write_status(&workspaces, &ws, &status).await?;
+        write_status(&ctx, &workspaces, &ws, pod.as_ref(), &status).await?;
         ctx.metrics.reconciles.with_label_values(&[action]).inc();
         event(&ctx, &ws, type_, reason, note).await;
         return Ok(Requeue::requeue(AFTER_WRITE));
@@ -127,7 +139,7 @@ pub async fn reconcile(
     if let Some((desired, next_change)) = &wanted {
         notice_change_at = *next_change;
         if let Some(change) = notice::step(&ws, desired.as_ref(), now) {
-            write_status(&workspaces, &ws, &change.status).await?;
+            write_status(&ctx, &workspaces, &ws, pod.as_ref(), &change.status).await?;
             ctx.metrics.reconciles.with_label_values(&["notice"]).inc();
             if let Some((reason, note)) = change.event {
                 if let (notice::REASON_SCHEDULED, Some(n)) = (reason, desired) {
@@ -263,9 +275,9 @@ async fn reconcile_plan(
         Action::CreatePod { start, recreation } => {
             return create_pod(ctx, ws, workspaces, pods, start, recreation).await;
         }
-        Action::UpdateStatus(status) => write_status(workspaces, ws, &status).await?,
+        Action::UpdateStatus(status) => write_status(ctx, workspaces, ws, pod, &status).await?,
         Action::RecordRejection(status) => {
-            write_status(workspaces, ws, &status).await?;
+            write_status(ctx, workspaces, ws, pod, &status).await?;
             if let Some(r) = &status.last_rejection {
                 let class = r.class.unwrap_or(RejectionClass::Transient);
                 let label = ctx.settings.reasons.classify(&r.reason).label;
@@ -294,7 +306,7 @@ async fn reconcile_plan(
             }
         }
         Action::RecordRejectedAfterRunning(status) => {
-            write_status(workspaces, ws, &status).await?;
+            write_status(ctx, workspaces, ws, pod, &status).await?;
             if let Some(r) = &status.last_rejection {
                 let label = ctx.settings.reasons.classify(&r.reason).label;
                 ctx.metrics
@@ -312,7 +324,7 @@ async fn reconcile_plan(
             }
         }
         Action::Refuse(status) => {
-            write_status(workspaces, ws, &status).await?;
+            write_status(ctx, workspaces, ws, pod, &status).await?;
             event(
                 ctx,
                 ws,
@@ -323,7 +335,7 @@ async fn reconcile_plan(
             .await;
         }
         Action::GiveUp(status) => {
-            write_status(workspaces, ws, &status).await?;
+            write_status(ctx, workspaces, ws, pod, &status).await?;
             let reason = status
                 .last_rejection
                 .as_ref()
@@ -363,7 +375,7 @@ async fn reconcile_plan(
             }
         }
         Action::RecordDisposal(status) => {
-            write_status(workspaces, ws, &status).await?;
+            write_status(ctx, workspaces, ws, pod, &status).await?;
             let outcome = status
                 .conditions
                 .iter()
@@ -497,7 +509,7 @@ async fn create_pod(
         let note = format!("created pod {}", pod_name(&ws.name_any()));
         event(ctx, ws, EventType::Normal, "PodCreated", note).await;
     }
-    write_status(workspaces, ws, &status).await?;
+    write_status(ctx, workspaces, ws, None, &status).await?;
     Ok(Requeue::requeue(AFTER_WRITE))
 }
 
@@ -511,7 +523,7 @@ async fn refused(
 ) -> Result<Requeue, Error> {
     let now = Timestamp::now();
     let (status, new) = record_create_refusal(ws, refusal, now);
-    write_status(workspaces, ws, &status).await?;
+    write_status(ctx, workspaces, ws, None, &status).await?;
     let pod = pod_name(&ws.name_any());
     tracing::info!(workspace = %ws.name_any(), code = refusal.code, message = %refusal.message, new, "pod creation refused");
     if new {

@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use lifeguard_api::maintenance::condition::DRAINED;
@@ -22,20 +21,6 @@ use lifeguard_e2e::{SECOND_NODE, poll_until, rfc3339, unique_name, workspace};
 use serde_json::{Value, json};
 
 const LABEL: &str = "lifeguard.dev/bench-node-drain";
-
-async fn bind_the_stand_in(client: &Client) -> anyhow::Result<()> {
-    let bindings: Api<ClusterRoleBinding> = Api::all(client.clone());
-    let binding: ClusterRoleBinding = serde_json::from_value(json!({
-        "metadata": {"name": "lifeguard-prober-disposal-standin"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "lifeguard-disposal-agent"},
-        "subjects": [{"kind": "ServiceAccount", "name": "lifeguard-prober", "namespace": "lifeguard-system"}]
-    }))?;
-    match bindings.create(&PostParams::default(), &binding).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
-        Err(e) => Err(e.into()),
-    }
-}
 
 /// N running workspaces on node 2 in a fresh namespace; returns the namespace.
 async fn running_on_node_2(client: &Client, n: usize) -> anyhow::Result<String> {
@@ -127,7 +112,7 @@ async fn main() -> anyhow::Result<()> {
     let n: usize = args.next().map(|a| a.parse()).transpose()?.unwrap_or(40);
     let save: f64 = args.next().map(|a| a.parse()).transpose()?.unwrap_or(3.0);
     let client = lifeguard_e2e::client().await?;
-    bind_the_stand_in(&client).await?;
+    lifeguard_e2e::bind_the_stand_in(&client).await?;
     println!("N = {n} workspaces on {SECOND_NODE}, stand-in save time S = {save} s");
     println!("budget      drained in   ceil(N/b) x S   overhead per slot");
     for budget in [Some(1), Some(4), None] {

@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use lifeguard_api::maintenance::MaintenanceWindow;
@@ -291,26 +290,10 @@ async fn a_controller_killed_during_the_wait_loses_nothing() {
     .await;
 }
 
-/// The binding a platform team makes to let its node agent answer (manifests/disposal-agent),
-/// here for the prober's stand-in (`--disposal-standin-save-time=3s` in the local overlay).
-async fn bind_the_stand_in(client: &Client) -> anyhow::Result<()> {
-    let bindings: Api<ClusterRoleBinding> = Api::all(client.clone());
-    let binding: ClusterRoleBinding = serde_json::from_value(json!({
-        "metadata": {"name": "lifeguard-prober-disposal-standin"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "lifeguard-disposal-agent"},
-        "subjects": [{"kind": "ServiceAccount", "name": "lifeguard-prober", "namespace": "lifeguard-system"}]
-    }))?;
-    match bindings.create(&PostParams::default(), &binding).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
-        Err(e) => Err(e.into()),
-    }
-}
-
 #[tokio::test]
 async fn the_probers_stand_in_agent_saves_a_drained_workspace() {
     with_namespace("disposal-standin", |client, ns| async move {
-        bind_the_stand_in(&client).await?;
+        lifeguard_e2e::bind_the_stand_in(&client).await?;
         let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
         let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
         let windows: Api<MaintenanceWindow> = Api::all(client.clone());

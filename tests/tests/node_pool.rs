@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Node;
-use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::Client;
 use kube::api::{Api, DeleteParams, PostParams};
 use lifeguard_api::maintenance::{MaintenanceWindow, condition::DRAINED};
@@ -30,22 +29,6 @@ use serde_json::{Value, json};
 const TIMEOUT: Duration = Duration::from_secs(120);
 const NODE_1: &str = PROBED_NODE;
 const NODE_2: &str = SECOND_NODE;
-
-/// The binding a platform team makes to let its node agent answer (manifests/disposal-agent),
-/// here for the prober's stand-in (`--disposal-standin-save-time=3s` in the local overlay).
-async fn bind_the_stand_in(client: &Client) -> anyhow::Result<()> {
-    let bindings: Api<ClusterRoleBinding> = Api::all(client.clone());
-    let binding: ClusterRoleBinding = serde_json::from_value(json!({
-        "metadata": {"name": "lifeguard-prober-disposal-standin"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "lifeguard-disposal-agent"},
-        "subjects": [{"kind": "ServiceAccount", "name": "lifeguard-prober", "namespace": "lifeguard-system"}]
-    }))?;
-    match bindings.create(&PostParams::default(), &binding).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
-        Err(e) => Err(e.into()),
-    }
-}
 
 /// A workspace whose disposal the stand-in confirms, on `node` if given.
 fn saved_workspace(name: &str, node: Option<&str>) -> anyhow::Result<Workspace> {
@@ -149,7 +132,7 @@ fn previewed(window: &str) -> anyhow::Result<BTreeSet<String>> {
 async fn upgrading_one_node_stops_its_workspaces_one_at_a_time_and_denies_no_start() {
     with_namespace("node-pool", |client, ns| async move {
         wait_settled(&client).await?;
-        bind_the_stand_in(&client).await?;
+        lifeguard_e2e::bind_the_stand_in(&client).await?;
         let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
         let windows: Api<MaintenanceWindow> = Api::all(client.clone());
         let nodes: Api<Node> = Api::all(client.clone());
@@ -303,7 +286,7 @@ async fn upgrading_one_node_stops_its_workspaces_one_at_a_time_and_denies_no_sta
 #[tokio::test]
 async fn a_paused_drain_holds_until_resumed() {
     with_namespace("node-pool-pause", |client, ns| async move {
-        bind_the_stand_in(&client).await?;
+        lifeguard_e2e::bind_the_stand_in(&client).await?;
         let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
         let windows: Api<MaintenanceWindow> = Api::all(client.clone());
         for name in ["p-a", "p-b"] {

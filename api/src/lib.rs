@@ -6,6 +6,7 @@ pub mod crd;
 pub mod cron;
 pub mod disposal;
 pub mod drain;
+pub mod exclusion;
 pub mod maintenance;
 pub mod names;
 pub mod node_scope;

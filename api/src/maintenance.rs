@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
     printcolumn = r#"{"name":"Paused","type":"boolean","jsonPath":".spec.drainPaused","priority":1}"#,
     printcolumn = r#"{"name":"Notified","type":"integer","jsonPath":".status.workspacesNotified","priority":1}"#,
     printcolumn = r#"{"name":"Suspended","type":"boolean","jsonPath":".spec.suspend","priority":1}"#,
+    printcolumn = r#"{"name":"Enforcement","type":"string","jsonPath":".spec.enforcement","priority":1}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
@@ -84,6 +85,56 @@ pub struct MaintenanceWindowSpec {
     /// Disable the window without deleting it.
     #[serde(default)]
     pub suspend: bool,
+    /// Recurring windows only: periods in which no occurrence happens. An occurrence that
+    /// overlaps one is skipped whole (see docs/schedule.md). At most 50.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclusions: Vec<ExclusionSpec>,
+    /// `Enforce` (default) denies, steers and drains; `Warn` admits with a warning naming
+    /// the window; `DryRun` admits silently. Neither `Warn` nor `DryRun` steers or drains:
+    /// both count what they would have done (metrics, `status.dryRun`).
+    #[serde(default, skip_serializing_if = "Enforcement::is_enforce")]
+    pub enforcement: Enforcement,
+}
+
+/// One period in which a recurring window does not open.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExclusionSpec {
+    /// RFC 3339 time with an offset (inclusive), or a date `YYYY-MM-DD`: from the start of
+    /// that day in the window's `timeZone`.
+    pub start: String,
+    /// RFC 3339 time with an offset (exclusive), or a date `YYYY-MM-DD`: to the end of that
+    /// day in the window's `timeZone` (the day is included).
+    pub end: String,
+    /// Why the occurrences are skipped; shown in status and `lifeguard maintenance next`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// What a window does while active.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum Enforcement {
+    /// Deny covered starts, steer off selected nodes, drain.
+    #[default]
+    Enforce,
+    /// Admit covered starts with an admission warning; no steering, no drain.
+    Warn,
+    /// Admit silently; no steering, no drain; count what would have happened.
+    DryRun,
+}
+
+impl Enforcement {
+    pub fn is_enforce(&self) -> bool {
+        *self == Self::Enforce
+    }
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Enforce => "Enforce",
+            Self::Warn => "Warn",
+            Self::DryRun => "DryRun",
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -111,10 +162,34 @@ pub struct MaintenanceWindowStatus {
     /// window's notice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspaces_notified: Option<u32>,
+    /// Occurrences an exclusion skips, from the one in force now up to `nextOccurrence`
+    /// (at most 10), each with the exclusion's reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped_occurrences: Vec<SkippedOccurrenceStatus>,
+    /// `Warn` and `DryRun` windows while active: what `Enforce` would have done.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dry_run: Option<DryRunStatus>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SkippedOccurrenceStatus {
+    pub start: Time,
+    pub end: Time,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// What a `Warn` or `DryRun` window would have done had it been `Enforce`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DryRunStatus {
+    /// With `drain`: covered running workspaces the drain would have stopped now.
+    pub would_drain: u32,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]

@@ -45,24 +45,28 @@ impl MaintenanceNotice {
 impl CompiledWindow {
     /// The occurrence this window gives notice of at `t`: from `notice` before a drain
     /// occurrence opens until it is over. None for a window without notice, without drain,
-    /// or suspended.
+    /// suspended, or not enforced (a `Warn` or `DryRun` window stops nobody).
     pub fn noticed_occurrence(&self, t: Timestamp) -> Option<Occurrence> {
-        let notice = self.notice.filter(|_| self.drain && !self.suspend)?;
+        let notice = self
+            .notice
+            .filter(|_| self.drain && !self.suspend && self.enforces())?;
         if let Some(active) = self.active_at(t) {
             return Some(active);
         }
-        let next = *self.schedule().next_after(t, 1).first()?;
+        let next = *self.next_after(t, 1).first()?;
         let from = next.start.checked_sub(notice).ok()?;
         (from <= t).then_some(next)
     }
 
     /// The next instant after `t` at which `noticed_occurrence` may change its answer.
     pub fn next_notice_change(&self, t: Timestamp) -> Option<Timestamp> {
-        let notice = self.notice.filter(|_| self.drain && !self.suspend)?;
+        let notice = self
+            .notice
+            .filter(|_| self.drain && !self.suspend && self.enforces())?;
         if let Some(o) = self.noticed_occurrence(t) {
             return Some(o.end);
         }
-        let next = *self.schedule().next_after(t, 1).first()?;
+        let next = *self.next_after(t, 1).first()?;
         next.start.checked_sub(notice).ok().filter(|from| *from > t)
     }
 }

@@ -211,6 +211,10 @@ impl MaintenanceWindowSpec {
             (false, true) => self.recurring(&mut errors),
         };
         self.parse_notice(&mut errors);
+        // Exclusions have their own rules (`exclusion::parse`).
+        if let Err(e) = self.exclusions() {
+            errors.0.extend(e.0);
+        }
         match schedule {
             Some(schedule) => errors.into_result(schedule),
             None => Err(errors),

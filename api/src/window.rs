@@ -9,6 +9,8 @@ use kube::ResourceExt;
 use kube::core::{ParseExpressionError, Selector, SelectorExt};
 
 use crate::MaintenanceWindow;
+use crate::exclusion::{Exclusions, Upcoming};
+use crate::maintenance::Enforcement;
 use crate::node_scope::{self, Budget};
 use crate::schedule::{Occurrence, Schedule};
 use crate::validation::ValidationErrors;
@@ -28,7 +30,10 @@ pub struct CompiledWindow {
     pub drain_paused: bool,
     /// `spec.nodeSelector` as written, for the node affinity that keeps pods off the nodes.
     pub node_label_selector: Option<LabelSelector>,
+    /// `spec.enforcement`: only `Enforce` denies, steers and drains.
+    pub enforcement: Enforcement,
     schedule: Schedule,
+    exclusions: Exclusions,
     node_selector: Option<Selector>,
     namespace_selector: Selector,
     workspace_selector: Selector,
@@ -39,6 +44,7 @@ impl CompiledWindow {
     pub fn compile(window: &MaintenanceWindow) -> Result<Self, ValidationErrors> {
         let spec = &window.spec;
         let schedule = spec.schedule()?;
+        let exclusions = spec.exclusions()?;
         let notice = spec.notice_period()?;
         let scope_errors = node_scope::check(spec);
         if !scope_errors.0.is_empty() {
@@ -65,20 +71,56 @@ impl CompiledWindow {
                 None => None,
                 Some(_) => Some(selector("spec.nodeSelector", &spec.node_selector)?),
             },
+            enforcement: spec.enforcement,
             schedule,
+            exclusions,
             namespace_selector: selector("spec.namespaceSelector", &spec.namespace_selector)?,
             workspace_selector: selector("spec.workspaceSelector", &spec.workspace_selector)?,
         })
     }
 
-    /// The occurrence in force at `t`, unless the window is suspended.
+    /// The occurrence in force at `t`, unless the window is suspended or an exclusion
+    /// skips it. Whatever the enforcement: a `Warn` window is active, it only does not deny.
     pub fn active_at(&self, t: Timestamp) -> Option<Occurrence> {
         if self.suspend {
             return None;
         }
-        self.schedule.active_at(t)
+        self.exclusions.active_at(&self.schedule, t)
     }
 
+    /// Whether the window denies, steers and drains (`Enforce`), or only reports what it
+    /// would have done (`Warn`, `DryRun`).
+    pub fn enforces(&self) -> bool {
+        self.enforcement.is_enforce()
+    }
+
+    /// The next `n` occurrences after `t` that happen (exclusions skip the others).
+    pub fn next_after(&self, t: Timestamp, n: usize) -> Vec<Occurrence> {
+        self.exclusions.next_after(&self.schedule, t, n)
+    }
+
+    /// The occurrences after `t` until `n` that happen, each with the exclusion that
+    /// skips it, if any: what `lifeguard maintenance next` lists.
+    pub fn upcoming(&self, t: Timestamp, n: usize) -> Vec<Upcoming> {
+        self.exclusions.upcoming(&self.schedule, t, n)
+    }
+
+    /// The skipped occurrences from now up to the next one that happens (status).
+    pub fn skipped_until_next(&self, t: Timestamp, cap: usize) -> Vec<Upcoming> {
+        self.exclusions.skipped_until_next(&self.schedule, t, cap)
+    }
+
+    /// The next instant at which `active_at` may change its answer: the end of the
+    /// occurrence in force, or the start of the next one that happens.
+    pub fn next_change(&self, t: Timestamp) -> Option<Timestamp> {
+        match self.exclusions.active_at(&self.schedule, t) {
+            Some(o) => Some(o.end),
+            None => self.next_after(t, 1).first().map(|o| o.start),
+        }
+    }
+
+    /// The schedule as written, exclusions not applied: for the occurrence `maintenance
+    /// skip` names. Everything else asks `active_at`, `next_after` or `upcoming`.
     pub fn schedule(&self) -> &Schedule {
         &self.schedule
     }

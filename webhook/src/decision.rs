@@ -3,10 +3,12 @@
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
+use lifeguard_api::maintenance::Enforcement;
 use lifeguard_api::names::{
     GROUP, POD_FINALIZER, RECREATION_ANNOTATION, START_ANNOTATION, WORKSPACE_LABEL,
     WORKSPACE_LABELS_ANNOTATION,
 };
+use lifeguard_api::schedule::Occurrence;
 use lifeguard_api::validation::{validate_maintenance_window_object, validate_workspace_object};
 use lifeguard_api::window::CompiledWindow;
 use serde_json::{Value, json};
@@ -67,20 +69,29 @@ fn labels(object: Option<&Value>) -> BTreeMap<String, String> {
 }
 
 pub fn validate(request: &AdmissionRequest, ctx: &Inputs) -> Decision {
+    validate_audited(request, ctx).0
+}
+
+/// The validation decision, and the names of the `Warn` and `DryRun` windows that would
+/// have denied the request had they been `Enforce` (the server counts them).
+pub fn validate_audited(request: &AdmissionRequest, ctx: &Inputs) -> (Decision, Vec<String>) {
     let writes = matches!(request.operation, Operation::Create | Operation::Update);
     let subject = subject(request);
     if matches!(subject, Subject::Workspace | Subject::MaintenanceWindow)
         && metadata_only_or_deleting(request)
     {
-        return Decision::Allow;
+        return (Decision::Allow, Vec::new());
     }
-    match subject {
+    let decision = match subject {
         Subject::Workspace if writes => {
             let Some(object) = &request.object else {
-                return invalid("the request carries no Workspace object".into());
+                return (
+                    invalid("the request carries no Workspace object".into()),
+                    Vec::new(),
+                );
             };
             if let Err(errors) = validate_workspace_object(object) {
-                return invalid(format!("invalid Workspace: {errors}"));
+                return (invalid(format!("invalid Workspace: {errors}")), Vec::new());
             }
             if request.operation == Operation::Create {
                 return gate(request, ctx, false);
@@ -96,10 +107,11 @@ pub fn validate(request: &AdmissionRequest, ctx: &Inputs) -> Decision {
             },
         },
         Subject::WorkspacePod if request.operation == Operation::Create => {
-            gate(request, ctx, is_recreation(request, ctx))
+            return gate(request, ctx, is_recreation(request, ctx));
         }
         _ => Decision::Allow,
-    }
+    };
+    (decision, Vec::new())
 }
 
 /// An UPDATE that leaves the spec as it was (finalizer patches, drain annotations, label
@@ -183,22 +195,57 @@ fn covers(request_labels: &BTreeMap<String, String>, ctx: &Inputs, w: &CompiledW
     }
 }
 
-/// Denies while a covering window is active; names the window that stays longest. A
-/// node-scoped window denies nothing: it steers pods off its nodes (`mutate`).
-fn gate(request: &AdmissionRequest, ctx: &Inputs, recreation: bool) -> Decision {
+/// Denies while a covering `Enforce` window is active; names the window that stays
+/// longest. Covering `Warn` windows admit with a warning each, `DryRun` ones silently;
+/// both are returned for the count of what they would have denied. A node-scoped window
+/// denies nothing: it steers pods off its nodes (`mutate`).
+fn gate(request: &AdmissionRequest, ctx: &Inputs, recreation: bool) -> (Decision, Vec<String>) {
     let workspace_labels = workspace_labels(request);
     let covers = |w: &CompiledWindow| covers(&workspace_labels, ctx, w);
-    let blocking = ctx
+    let active: Vec<(&CompiledWindow, Occurrence)> = ctx
         .windows
         .iter()
         .filter(|w| !w.node_scoped())
         .filter(|w| !(recreation && w.allow_recreation))
         .filter(|w| covers(w))
         .filter_map(|w| w.active_at(ctx.now).map(|occurrence| (w, occurrence)))
-        .max_by_key(|(_, occurrence)| occurrence.end);
-    let Some((window, occurrence)) = blocking else {
-        return Decision::Allow;
+        .collect();
+    let (enforced, audited): (Vec<_>, Vec<_>) = active.into_iter().partition(|(w, _)| w.enforces());
+    let would_deny = audited.iter().map(|(w, _)| w.name.clone()).collect();
+    if let Some((window, occurrence)) = enforced.into_iter().max_by_key(|(_, o)| o.end) {
+        let decision = Decision::Deny {
+            code: 403,
+            reason: "Forbidden",
+            message: denial(request, ctx, window, occurrence),
+        };
+        return (decision, would_deny);
+    }
+    let warnings: Vec<String> = audited
+        .iter()
+        .filter(|(w, _)| w.enforcement == Enforcement::Warn)
+        .map(|(w, o)| {
+            format!(
+                "maintenance window {:?} is in Warn mode and admitted this; enforced, it would deny: {}",
+                w.name,
+                denial(request, ctx, w, *o)
+            )
+        })
+        .collect();
+    let decision = if warnings.is_empty() {
+        Decision::Allow
+    } else {
+        Decision::Warn(warnings)
     };
+    (decision, would_deny)
+}
+
+/// What a denial by `window` says: the window, when it ends, its message.
+fn denial(
+    request: &AdmissionRequest,
+    ctx: &Inputs,
+    window: &CompiledWindow,
+    occurrence: Occurrence,
+) -> String {
     let what = match request.kind.as_str() {
         "Pod" => "workspace pods",
         _ => "new workspaces",
@@ -219,11 +266,7 @@ fn gate(request: &AdmissionRequest, ctx: &Inputs, recreation: bool) -> Decision 
             " (the labels of namespace {namespace:?} could not be read: {reason}; the window's namespaceSelector is assumed to match until they can)"
         ));
     }
-    Decision::Deny {
-        code: 403,
-        reason: "Forbidden",
-        message,
-    }
+    message
 }
 
 fn invalid(message: String) -> Decision {
@@ -266,7 +309,8 @@ pub fn mutate(request: &AdmissionRequest, ctx: &Inputs) -> Decision {
     let steering: Vec<&CompiledWindow> = ctx
         .windows
         .iter()
-        .filter(|w| w.node_scoped() && w.active_at(ctx.now).is_some())
+        // A `Warn` or `DryRun` window steers nothing: trying one must not move pods.
+        .filter(|w| w.node_scoped() && w.enforces() && w.active_at(ctx.now).is_some())
         .filter(|w| covers(&workspace_labels, ctx, w))
         .collect();
     let steer = crate::steer::steer(pod, &steering);
@@ -280,6 +324,9 @@ pub fn mutate(request: &AdmissionRequest, ctx: &Inputs) -> Decision {
     }
 }
 
+#[cfg(test)]
+#[path = "decision_enforcement_tests.rs"]
+mod enforcement_tests;
 #[cfg(test)]
 #[path = "decision_tests.rs"]
 mod tests;

@@ -18,6 +18,7 @@ pub struct Metrics {
     pub body_rejections: IntCounterVec,
     pub body_bytes_in_flight: IntGauge,
     pub connections: IntGauge,
+    pub would_deny: IntCounterVec,
 }
 
 impl Metrics {
@@ -101,6 +102,14 @@ impl Metrics {
             "lifeguard_webhook_connections",
             "Open admission connections (TLS handshakes included), bounded by --max-connections.",
         )?;
+        let would_deny = IntCounterVec::new(
+            Opts::new(
+                "lifeguard_webhook_would_deny_total",
+                "Starts a Warn or DryRun MaintenanceWindow admitted that it would have denied as Enforce, by window.",
+            ),
+            &["window"],
+        )?;
+        registry.register(Box::new(would_deny.clone()))?;
         registry.register(Box::new(body_rejections.clone()))?;
         registry.register(Box::new(body_bytes_in_flight.clone()))?;
         registry.register(Box::new(connections.clone()))?;
@@ -129,6 +138,7 @@ impl Metrics {
             body_rejections,
             body_bytes_in_flight,
             connections,
+            would_deny,
         })
     }
 

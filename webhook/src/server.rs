@@ -193,7 +193,13 @@ async fn decide(state: &AppState, webhook: Webhook, request: &AdmissionRequest) 
     };
     match webhook {
         Webhook::Mutate => decision::mutate(request, &context),
-        Webhook::Validate => decision::validate(request, &context),
+        Webhook::Validate => {
+            let (decision, would_deny) = decision::validate_audited(request, &context);
+            for window in would_deny {
+                state.metrics.would_deny.with_label_values(&[&window]).inc();
+            }
+            decision
+        }
     }
 }
 

@@ -21,6 +21,7 @@ pub struct Metrics {
     /// Stops a draining window has in flight (asked, pod not yet gone), by window: what
     /// `maxConcurrentDrains` bounds.
     pub drain_in_flight: IntGaugeVec,
+    pub would_drain: IntGaugeVec,
     pub workspaces_notified: IntGaugeVec,
     pub notices: IntCounterVec,
     pub disposals_unconfirmed: IntCounterVec,
@@ -95,6 +96,13 @@ impl Metrics {
                 ),
                 &["window"],
             )?,
+            would_drain: IntGaugeVec::new(
+                Opts::new(
+                    "lifeguard_controller_would_drain",
+                    "While a Warn or DryRun window with drain is active: covered running workspaces an Enforce window would be stopping, by window.",
+                ),
+                &["window"],
+            )?,
             workspaces_notified: IntGaugeVec::new(
                 Opts::new(
                     "lifeguard_controller_workspaces_notified",
@@ -148,6 +156,7 @@ impl Metrics {
         m.registry.register(Box::new(m.workspace_starts.clone()))?;
         m.registry.register(Box::new(m.drain_remaining.clone()))?;
         m.registry.register(Box::new(m.drain_in_flight.clone()))?;
+        m.registry.register(Box::new(m.would_drain.clone()))?;
         m.registry
             .register(Box::new(m.workspaces_notified.clone()))?;
         Ok(m)

@@ -14,7 +14,9 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use lifeguard_api::drain::{covered, is_done};
-use lifeguard_api::maintenance::{OccurrenceStatus, condition};
+use lifeguard_api::maintenance::{
+    DryRunStatus, OccurrenceStatus, SkippedOccurrenceStatus, condition,
+};
 use lifeguard_api::names::DRAINED_BY_ANNOTATION;
 use lifeguard_api::schedule::Occurrence;
 use lifeguard_api::window::CompiledWindow;
@@ -72,8 +74,13 @@ impl Drain {
     }
 
     /// Keeps only the stops the budget lets start beside those in flight (none while the
-    /// drain is paused), once every page is in: a percentage needs the whole count.
+    /// drain is paused, none for a `Warn` or `DryRun` window, which only counts them), once
+    /// every page is in: a percentage needs the whole count.
     pub fn limit(&mut self, window: &CompiledWindow) {
+        if !window.enforces() {
+            self.to_stop.clear();
+            return;
+        }
         let total = self.drained + self.remaining;
         if let Some(may_start) = window
             .budget
@@ -114,6 +121,10 @@ pub fn drain(
     plan.limit(window);
     Some(plan)
 }
+
+/// Skipped occurrences a status lists at most (an hourly window excluded for a week
+/// would list 168).
+const MAX_SKIPPED_LISTED: usize = 10;
 
 /// How often a draining window is looked at again, to count what remains.
 pub const DRAINING_POLL: Duration = Duration::from_secs(2);
@@ -250,15 +261,19 @@ pub fn check_spec(mw: &MaintenanceWindow, now: Timestamp) -> SpecCheck {
     let active = window.active_at(now);
     status.active = active.is_some();
     status.current_occurrence = active.map(occurrence);
-    status.next_occurrence = window
-        .schedule()
-        .next_after(now, 1)
-        .first()
-        .copied()
-        .map(occurrence);
+    status.next_occurrence = window.next_after(now, 1).first().copied().map(occurrence);
+    status.skipped_occurrences = window
+        .skipped_until_next(now, MAX_SKIPPED_LISTED)
+        .into_iter()
+        .map(|u| SkippedOccurrenceStatus {
+            start: Time(u.occurrence.start),
+            end: Time(u.occurrence.end),
+            reason: u.skipped_by.and_then(|e| e.reason),
+        })
+        .collect();
     status.observed_generation = generation;
     let until_change = [
-        window.schedule().next_change(now),
+        window.next_change(now),
         window.next_notice_change(now),
     ]
     .into_iter()
@@ -300,12 +315,17 @@ pub fn settle(
         mut status,
         mut requeue,
         was_drained,
+        window,
         ..
     } = valid;
+    let valid_enforces = window.enforces();
     status.workspaces_notified = survey.notified;
+    // A `Warn` or `DryRun` window tallies its nodes (for what it would drain) but marks
+    // and lists none: nothing is steered off them.
     status.nodes = survey
         .nodes
         .as_ref()
+        .filter(|_| valid_enforces)
         .map(NodeTally::status)
         .unwrap_or_default();
     if survey.nodes.is_some() {
@@ -316,7 +336,19 @@ pub fn settle(
         requeue = requeue.min(NOTICE_POLL);
     }
     let mut drained_note = None;
+    status.dry_run = None;
     match &survey.drain {
+        Some(drain) if !valid_enforces => {
+            // Tried, not enforced: what the drain would be stopping, nothing else.
+            status.dry_run = Some(DryRunStatus {
+                would_drain: drain.remaining,
+            });
+            status.workspaces_remaining = None;
+            status.workspaces_drained = None;
+            status.workspaces_in_flight = None;
+            status.conditions.retain(|c| c.type_ != condition::DRAINED);
+            requeue = requeue.min(DRAINING_POLL);
+        }
         Some(drain) => {
             status.workspaces_remaining = Some(drain.remaining);
             status.workspaces_drained = Some(drain.drained);
@@ -569,3 +601,7 @@ mod tests {
 #[cfg(test)]
 #[path = "plan_budget_tests.rs"]
 mod plan_budget_tests;
+
+#[cfg(test)]
+#[path = "plan_enforcement_tests.rs"]
+mod enforcement_tests;

@@ -95,8 +95,9 @@ pub async fn reconcile_window(
             tracing::info!(window = %name, workspace = %ws, %namespace, "draining workspace");
         }
     }
-    let drained_nodes =
-        node_signal::apply(&ctx.client, &name, survey.nodes.as_ref(), &nodes).await?;
+    // A `Warn` or `DryRun` window marks no node (and clears marks left from `Enforce`).
+    let marked = survey.nodes.as_ref().filter(|_| valid.window.enforces());
+    let drained_nodes = node_signal::apply(&ctx.client, &name, marked, &nodes).await?;
     for node in drained_nodes {
         lifeguard_runtime::events::record(
             &ctx.client,
@@ -108,7 +109,7 @@ pub async fn reconcile_window(
         )
         .await;
     }
-    record_metrics(&ctx.metrics, &name, &survey);
+    record_metrics(&ctx.metrics, &name, valid.window.enforces(), &survey);
     let settled = plan::settle(valid, &survey, mw.metadata.generation, now);
     if Some(&settled.status) != mw.status.as_ref() {
         write_status(&windows, &name, &settled.status).await?;
@@ -128,7 +129,8 @@ pub async fn reconcile_window(
 }
 
 /// The drain and notice gauges follow the survey; a tally not taken drops its series.
-fn record_metrics(metrics: &Metrics, window: &str, survey: &Survey) {
+/// A `Warn` or `DryRun` window (`enforces` false) reports `would_drain` instead.
+fn record_metrics(metrics: &Metrics, window: &str, enforces: bool, survey: &Survey) {
     match survey.notified {
         Some(count) => metrics
             .workspaces_notified
@@ -139,7 +141,16 @@ fn record_metrics(metrics: &Metrics, window: &str, survey: &Survey) {
         }
     }
     match &survey.drain {
+        Some(drain) if !enforces => {
+            metrics
+                .would_drain
+                .with_label_values(&[window])
+                .set(i64::from(drain.remaining));
+            let _ = metrics.drain_remaining.remove_label_values(&[window]);
+            let _ = metrics.drain_in_flight.remove_label_values(&[window]);
+        }
         Some(drain) => {
+            let _ = metrics.would_drain.remove_label_values(&[window]);
             metrics
                 .drain_remaining
                 .with_label_values(&[window])
@@ -152,6 +163,7 @@ fn record_metrics(metrics: &Metrics, window: &str, survey: &Survey) {
         None => {
             let _ = metrics.drain_remaining.remove_label_values(&[window]);
             let _ = metrics.drain_in_flight.remove_label_values(&[window]);
+            let _ = metrics.would_drain.remove_label_values(&[window]);
         }
     }
 }
@@ -178,6 +190,9 @@ pub fn forget_deleted<T, E1, E2>(metrics: &Metrics, result: &Result<T, Controlle
         .remove_label_values(&[window.name.as_str()]);
     let _ = metrics
         .drain_in_flight
+        .remove_label_values(&[window.name.as_str()]);
+    let _ = metrics
+        .would_drain
         .remove_label_values(&[window.name.as_str()]);
     if metrics
         .drain_remaining

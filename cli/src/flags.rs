@@ -77,6 +77,9 @@ pub enum Maintenance {
     Pause { name: String },
     /// Let a paused drain go on
     Resume { name: String },
+    /// Skip one occurrence of a recurring window: adds an exclusion covering exactly it
+    /// (`maintenance next` then lists it as skipped)
+    Skip(Skip),
     /// The namespaces, workspaces and nodes a window covers now, and its next
     /// occurrence, changing nothing: the blast radius before creating it
     Preview(Preview),
@@ -133,6 +136,23 @@ pub struct Start {
     /// With --drain: stop at most this many workspaces at once, e.g. 2 or 25%
     #[arg(long, value_name = "N|PERCENT", requires = "drain")]
     pub max_concurrent: Option<String>,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("which").required(true).args(["next", "on"])))]
+pub struct Skip {
+    /// Window name
+    pub name: String,
+    /// The occurrence in force now (it ends at once), or else the next one
+    #[arg(long)]
+    pub next: bool,
+    /// The occurrence starting on this day in the window's time zone (2026-12-24), or the
+    /// one in force at this RFC 3339 time
+    #[arg(long, value_name = "DATE|TIME")]
+    pub on: Option<String>,
+    /// Why; shown in the window's status and by `maintenance next`
+    #[arg(long)]
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -10,6 +10,7 @@ pub mod manifest;
 pub mod nodes;
 pub mod output;
 pub mod scope;
+pub mod skip;
 pub mod stop;
 pub mod when;
 pub mod windows;

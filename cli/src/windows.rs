@@ -8,6 +8,7 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use kube::ResourceExt;
 use lifeguard_api::MaintenanceWindow;
+use lifeguard_api::exclusion::{Exclusion, Upcoming};
 use lifeguard_api::window::CompiledWindow;
 use serde::Serialize;
 
@@ -29,6 +30,14 @@ pub struct WindowRow {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_start: Option<String>,
     pub drain: bool,
+    /// `spec.enforcement`: Enforce, Warn or DryRun.
+    pub enforcement: String,
+    /// Warn and DryRun windows while draining: what an Enforce drain would be stopping.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub would_drain: Option<u32>,
+    /// Skipped occurrences up to the next start (from the status), with their reasons.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<SkippedRow>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workspaces_remaining: Option<u32>,
     pub drained: bool,
@@ -54,6 +63,9 @@ pub fn window_row(window: &MaintenanceWindow, now: Timestamp) -> WindowRow {
         ends: None,
         next_start: None,
         drain: window.spec.drain,
+        enforcement: window.spec.enforcement.as_str().to_string(),
+        would_drain: status.dry_run.as_ref().map(|d| d.would_drain),
+        skipped: Vec::new(),
         workspaces_remaining: status.workspaces_remaining,
         drained: crate::drain::drained(window, now),
         notice: window.spec.notice.clone(),
@@ -74,10 +86,18 @@ pub fn window_row(window: &MaintenanceWindow, now: Timestamp) -> WindowRow {
                 row.state = "suspended".into();
             } else {
                 row.next_start = compiled
-                    .schedule()
                     .next_after(now, 1)
                     .first()
                     .map(|o| rfc3339(o.start));
+                row.skipped = compiled
+                    .skipped_until_next(now, 10)
+                    .into_iter()
+                    .map(|u| SkippedRow {
+                        start: rfc3339(u.occurrence.start),
+                        end: rfc3339(u.occurrence.end),
+                        reason: u.skipped_by.and_then(|e| e.reason),
+                    })
+                    .collect();
                 if row.active {
                     row.state = "active".into();
                 }
@@ -102,6 +122,7 @@ impl Tabular for WindowRow {
             "ENDS",
             "NEXT START",
             "DRAIN",
+            "MODE",
             "REMAINING",
             "NOTIFIED",
             "MESSAGE",
@@ -128,7 +149,11 @@ impl Tabular for WindowRow {
                 (true, None) => "yes".into(),
                 (false, _) => "no".into(),
             },
-            remaining,
+            self.enforcement.clone(),
+            match self.would_drain {
+                Some(n) => format!("{n} (would drain)"),
+                None => remaining,
+            },
             or_dash(self.workspaces_notified),
             match &self.problem {
                 Some(problem) => problem.clone(),
@@ -136,6 +161,16 @@ impl Tabular for WindowRow {
             },
         ]
     }
+}
+
+/// An occurrence an exclusion skips.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SkippedRow {
+    pub start: String,
+    pub end: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -146,6 +181,11 @@ pub struct OccurrenceRow {
     pub end: String,
     /// In force at the evaluation instant (listed before the upcoming ones).
     pub in_force: bool,
+    /// Skipped by an exclusion: it does not happen.
+    pub skipped: bool,
+    /// The skipping exclusion's reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skip_reason: Option<String>,
     /// Schedule syntax in use that Kubernetes CronJob does not accept (lifeguard's
     /// extensions), so a schedule copied back into a CronJob is known to fail there.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -184,32 +224,59 @@ pub fn occurrences(
         .iter()
         .map(ToString::to_string)
         .collect();
-    let current = schedule.active_at(at).map(|o| (o, true));
-    let upcoming = schedule
-        .next_after(at, count)
-        .into_iter()
-        .map(|o| (o, false));
+    // Skipped occurrences are listed too, marked, so a holiday is seen to be honoured;
+    // `count` counts the ones that happen.
+    let current = schedule.active_at(at).map(|o| Upcoming {
+        skipped_by: compiled
+            .active_at(at)
+            .is_none()
+            .then(|| skip_reason(&compiled, at))
+            .flatten(),
+        occurrence: o,
+    });
+    let in_force = current.as_ref().map(|u| u.occurrence);
+    let upcoming = compiled.upcoming(at, count);
     Ok(current
         .into_iter()
         .chain(upcoming)
-        .map(|(o, in_force)| OccurrenceRow {
-            window: compiled.name.clone(),
-            start: rfc3339(o.start),
-            end: rfc3339(o.end),
-            in_force,
-            extensions: extensions.clone(),
-            cells: vec![
-                compiled.name.clone(),
-                wall_clock(o.start, &zone),
-                wall_clock(o.end, &zone),
-                if in_force {
-                    "in force".to_string()
-                } else {
-                    relative(o.start, at)
-                },
-            ],
+        .map(|u| {
+            let o = u.occurrence;
+            let in_force = in_force == Some(o);
+            let skipped = u.skipped_by.is_some();
+            let skip_reason = u.skipped_by.and_then(|e| e.reason);
+            OccurrenceRow {
+                window: compiled.name.clone(),
+                start: rfc3339(o.start),
+                end: rfc3339(o.end),
+                in_force,
+                skipped,
+                skip_reason: skip_reason.clone(),
+                extensions: extensions.clone(),
+                cells: vec![
+                    compiled.name.clone(),
+                    wall_clock(o.start, &zone),
+                    wall_clock(o.end, &zone),
+                    // A skipped occurrence says so where its start would be: the table
+                    // keeps its columns, which scripts read.
+                    match (in_force, skipped, skip_reason) {
+                        (true, false, _) => "in force".to_string(),
+                        (_, true, Some(reason)) => format!("skipped: {reason}"),
+                        (_, true, None) => "skipped".to_string(),
+                        (false, false, _) => relative(o.start, at),
+                    },
+                ],
+            }
         })
         .collect())
+}
+
+/// The exclusion skipping the occurrence in force at `at`, if one does.
+fn skip_reason(compiled: &CompiledWindow, at: Timestamp) -> Option<Exclusion> {
+    compiled
+        .skipped_until_next(at, 1)
+        .into_iter()
+        .next()
+        .and_then(|u| u.skipped_by)
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ fn status_rows() {
         "conditions": [{"type": "Drained", "status": "True", "reason": "Drained", "message": "",
                         "lastTransitionTime": "2026-12-01T22:01:00Z"}]});
     let weekly = json!({"schedule": "0 22 * * 6", "duration": "2h"});
-    let cases = [
+    let cases: [(_, [&str; 9]); 5] = [
         (
             window(one_off.clone(), drained),
             [
@@ -30,6 +30,7 @@ fn status_rows() {
                 "2026-12-02T01:00:00Z (in 2h)",
                 "-",
                 "yes",
+                "Enforce",
                 "0 (drained)",
                 "-",
                 "node upgrade",
@@ -43,6 +44,7 @@ fn status_rows() {
                 "2026-12-02T01:00:00Z (in 2h)",
                 "-",
                 "yes",
+                "Enforce",
                 "3",
                 "-",
                 "node upgrade",
@@ -61,6 +63,7 @@ fn status_rows() {
                 "-",
                 "2026-12-01T23:45:00Z (in 45m)",
                 "yes (1h notice)",
+                "Enforce",
                 "-",
                 "4",
                 "node upgrade",
@@ -75,6 +78,7 @@ fn status_rows() {
                 "-",
                 "2026-12-05T22:00:00Z (in 3d23h)",
                 "no",
+                "Enforce",
                 "-",
                 "-",
                 "-",
@@ -85,7 +89,7 @@ fn status_rows() {
                 json!({"schedule": "0 22 * * 6", "duration": "2h", "suspend": true}),
                 Value::Null,
             ),
-            ["up", "suspended", "-", "-", "no", "-", "-", "-"],
+            ["up", "suspended", "-", "-", "no", "Enforce", "-", "-", "-"],
         ),
     ];
     for (w, want) in cases {
@@ -95,7 +99,7 @@ fn status_rows() {
     let invalid = window_row(&window(json!({"start": "later"}), Value::Null), now).cells();
     assert_eq!(invalid[1], "invalid");
     assert!(
-        invalid[7].starts_with("spec.start: \"later\" is not an RFC 3339 time"),
+        invalid[8].starts_with("spec.start: \"later\" is not an RFC 3339 time"),
         "{invalid:?}"
     );
 }
@@ -167,4 +171,36 @@ fn next_occurrences_in_the_window_zone() {
         )
         .is_err()
     );
+}
+
+#[test]
+fn next_lists_skipped_occurrences_with_their_reason_and_status_shows_the_mode() {
+    let w = window(
+        json!({"schedule": "0 22 * * *", "duration": "2h", "enforcement": "DryRun",
+               "exclusions": [{"start": "2026-12-24", "end": "2026-12-24", "reason": "Christmas"}]}),
+        json!({"dryRun": {"wouldDrain": 7}}),
+    );
+    let rows = occurrences(&w, ts("2026-12-24T12:00:00Z"), 1).expect("valid");
+    let skipped: Vec<(String, bool, Option<String>)> = rows
+        .iter()
+        .map(|r| (r.start.clone(), r.skipped, r.skip_reason.clone()))
+        .collect();
+    assert_eq!(
+        skipped,
+        vec![
+            (
+                "2026-12-24T22:00:00Z".into(),
+                true,
+                Some("Christmas".into())
+            ),
+            ("2026-12-25T22:00:00Z".into(), false, None),
+        ]
+    );
+    assert_eq!(rows[0].cells()[3], "skipped: Christmas");
+    let row = window_row(&w, ts("2026-12-24T12:00:00Z"));
+    assert_eq!(row.next_start.as_deref(), Some("2026-12-25T22:00:00Z"));
+    assert_eq!(row.skipped.len(), 1);
+    let cells = row.cells();
+    assert_eq!(cells[5], "DryRun");
+    assert_eq!(cells[6], "7 (would drain)");
 }

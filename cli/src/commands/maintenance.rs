@@ -3,6 +3,7 @@ use jiff::tz::TimeZone;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use lifeguard_api::MaintenanceWindow;
+use lifeguard_api::window::CompiledWindow;
 
 use super::{emit, read_error};
 use crate::error::{Error, Result, status_code};
@@ -167,6 +168,45 @@ pub async fn stop(client: Client, name: &str, format: Format) -> Result<()> {
     };
     match format {
         Format::Table => emit(&format!("maintenancewindow/{name} {what}\n")),
+        _ => emit(&structured(&updated, format)?),
+    }
+}
+
+/// Adds the exclusion `crate::skip::plan` finds to the window, guarded by the
+/// resourceVersion it was read at (a concurrent edit fails instead of being overwritten).
+pub async fn skip(
+    client: Client,
+    args: &crate::flags::Skip,
+    target: &crate::skip::Target,
+    format: Format,
+) -> Result<()> {
+    let api: Api<MaintenanceWindow> = Api::all(client);
+    let name = args.name.as_str();
+    let window = get(&api, name).await?;
+    let now = Timestamp::now();
+    let plan =
+        crate::skip::plan(&window, target, args.reason.as_deref(), now).map_err(Error::Failed)?;
+    let patch = serde_json::json!({
+        "metadata": {"resourceVersion": window.resource_version()},
+        "spec": {"exclusions": plan.exclusions},
+    });
+    let updated = api
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(|e| Error::kube(format!("updating maintenancewindow {name:?}"), e))?;
+    match format {
+        Format::Table => {
+            let next = CompiledWindow::compile(&updated)
+                .ok()
+                .and_then(|w| w.next_after(now, 1).first().map(|o| rfc3339(o.start)))
+                .unwrap_or_else(|| "none".into());
+            emit(&format!(
+                "maintenancewindow/{name} skips the occurrence from {} to {} ({}); next occurrence: {next}\n",
+                rfc3339(plan.occurrence.start),
+                rfc3339(plan.occurrence.end),
+                plan.exclusion.reason.as_deref().unwrap_or_default(),
+            ))
+        }
         _ => emit(&structured(&updated, format)?),
     }
 }

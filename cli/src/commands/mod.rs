@@ -50,6 +50,15 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Maintenance(Maintenance::Resume { name }) => {
             scope::set_paused(connect(cluster).await?.0, &name, false).await
         }
+        Command::Maintenance(Maintenance::Skip(skip)) => {
+            // The flag is checked before connecting: a usage error never waits on the network.
+            let target = match &skip.on {
+                Some(text) => crate::skip::Target::parse_on(text)
+                    .map_err(|e| crate::error::Error::Usage(format!("--on: {e}")))?,
+                None => crate::skip::Target::Next,
+            };
+            maintenance::skip(connect(cluster).await?.0, &skip, &target, format).await
+        }
         Command::Maintenance(Maintenance::Preview(p)) => {
             scope::preview(connect(cluster).await?.0, p, format).await
         }

@@ -14,6 +14,7 @@ pub mod notice;
 pub mod rejection;
 pub mod schedule;
 mod schema;
+pub mod start_blocker;
 pub mod validation;
 pub mod window;
 pub mod workspace;

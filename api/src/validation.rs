@@ -314,8 +314,39 @@ pub fn validate_maintenance_window(spec: &MaintenanceWindowSpec) -> Result<(), V
     errors.into_result(())
 }
 
+/// The longest `spec.startTimeout`: a start that takes longer is a stuck one.
+pub const MAX_START_TIMEOUT: SignedDuration = SignedDuration::from_hours(24);
+
+/// `spec.startTimeout`, parsed; `None` when absent (the controller's default applies).
+/// The webhook refuses what this refuses, and the controller reads it with it.
+pub fn start_timeout(spec: &WorkspaceSpec) -> Result<Option<SignedDuration>, ValidationErrors> {
+    let Some(text) = spec.start_timeout.as_deref() else {
+        return Ok(None);
+    };
+    let field = "spec.startTimeout";
+    let Ok(timeout) = SignedDuration::from_str(text.trim()) else {
+        return Err(ValidationErrors::single(
+            field,
+            format!("{text:?} is not a duration such as 10m, 30m or 1h"),
+        ));
+    };
+    if timeout.is_zero() || timeout.is_negative() {
+        return Err(ValidationErrors::single(
+            field,
+            format!("{text:?} must be longer than zero"),
+        ));
+    }
+    if timeout > MAX_START_TIMEOUT {
+        return Err(ValidationErrors::single(
+            field,
+            format!("{text:?} is longer than 24h"),
+        ));
+    }
+    Ok(Some(timeout))
+}
+
 pub fn validate_workspace(name: &str, spec: &WorkspaceSpec) -> Result<(), ValidationErrors> {
-    let mut errors = ValidationErrors::default();
+    let mut errors = start_timeout(spec).err().unwrap_or_default();
     if name.len() > 63 {
         errors.push(
             "metadata.name",

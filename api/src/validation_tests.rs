@@ -302,6 +302,21 @@ fn workspace_errors() {
             vec!["spec.podTemplate.spec.containers", "invalid type"],
         ),
         ("no spec", json!({"metadata": {"name": "a"}}), vec!["spec"]),
+        (
+            "start timeout not a duration",
+            json!({"metadata": {"name": "a"}, "spec": {"startTimeout": "soon", "podTemplate": {"spec": {"containers": containers}}}}),
+            vec!["spec.startTimeout", "\"soon\" is not a duration"],
+        ),
+        (
+            "start timeout zero",
+            json!({"metadata": {"name": "a"}, "spec": {"startTimeout": "0s", "podTemplate": {"spec": {"containers": containers}}}}),
+            vec!["spec.startTimeout", "longer than zero"],
+        ),
+        (
+            "start timeout over a day",
+            json!({"metadata": {"name": "a"}, "spec": {"startTimeout": "25h", "podTemplate": {"spec": {"containers": containers}}}}),
+            vec!["spec.startTimeout", "longer than 24h"],
+        ),
     ];
     for (what, object, facts) in cases {
         let message = match validate_workspace_object(&object) {
@@ -316,6 +331,9 @@ fn workspace_errors() {
         "labels": {"team": "blue", "notlifeguard.dev/x": "1"},
         "annotations": {"example.com/lifeguard.dev": "1"}}, "spec": {"containers": containers}}}});
     assert_eq!(validate_workspace_object(&good), Ok(()));
+    let timed = json!({"metadata": {"name": "a"}, "spec": {"startTimeout": "90m",
+        "podTemplate": {"spec": {"containers": containers}}}});
+    assert_eq!(validate_workspace_object(&timed), Ok(()));
 }
 
 #[test]

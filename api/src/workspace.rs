@@ -22,6 +22,7 @@ use crate::rejection::RejectionClass;
     printcolumn = r#"{"name":"Pod","type":"string","jsonPath":".status.podName","priority":1}"#,
     printcolumn = r#"{"name":"Node","type":"string","jsonPath":".status.nodeName"}"#,
     printcolumn = r#"{"name":"Recreated","type":"integer","jsonPath":".status.podRecreated"}"#,
+    printcolumn = r#"{"name":"Starting","type":"string","jsonPath":".status.conditions[?(@.type==\"Starting\")].reason"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
@@ -33,6 +34,11 @@ pub struct WorkspaceSpec {
     /// `--confirm-disposal` default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirm_disposal: Option<bool>,
+    /// How long the pod may take to be Ready, such as 10m or 1h (at most 24h). Past it the
+    /// workspace fails, or its pod is re-created on another node when the node is at fault
+    /// (`start_blocker`). Absent: the controller's `--start-timeout`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_timeout: Option<String>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
@@ -101,6 +107,10 @@ pub struct WorkspaceStatus {
     /// retry backoff and the one-Event-per-distinct-error rule are computed from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_create_error: Option<PodCreateError>,
+    /// When the current pod was first Ready: its start is over and the start deadline no
+    /// longer applies to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_ready_time: Option<Time>,
     /// The coming drain this workspace was told of (a window's `notice`), until its
     /// occurrence is over or the window changes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -164,4 +174,8 @@ pub mod condition {
     /// Once a pod that needed its disposal confirmed is released: True when the backup agent
     /// said `saved`; False (reason `AgentFailed` or `TimedOut`) when the work may be lost.
     pub const DISPOSAL_CONFIRMED: &str = "DisposalConfirmed";
+    /// True while the current pod is not Ready yet; the reason names what holds it
+    /// (`start_blocker::BlockerKind`, or `PodStarting` while nothing does). False once the
+    /// pod is Ready (reason `Started`) or the start failed (reason `StartFailed`).
+    pub const STARTING: &str = "Starting";
 }

@@ -29,8 +29,30 @@ pub struct WorkspaceRow {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
     pub pod_recreated: u32,
+    /// While the pod is not Ready yet: what holds it (the `Starting` condition's reason and
+    /// message).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub starting: Option<Starting>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_rejection: Option<Rejection>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Starting {
+    pub reason: String,
+    pub message: String,
+}
+
+/// The `Starting` condition while it is True (the start is going on).
+fn starting(status: &lifeguard_api::WorkspaceStatus) -> Option<Starting> {
+    status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == lifeguard_api::workspace::condition::STARTING && c.status == "True")
+        .map(|c| Starting {
+            reason: c.reason.clone(),
+            message: c.message.clone(),
+        })
 }
 
 pub fn rows(workspaces: &[Workspace], now: Timestamp) -> Vec<WorkspaceRow> {
@@ -38,12 +60,14 @@ pub fn rows(workspaces: &[Workspace], now: Timestamp) -> Vec<WorkspaceRow> {
         .iter()
         .map(|ws| {
             let status = ws.status.clone().unwrap_or_default();
+            let starting = starting(&status);
             WorkspaceRow {
                 namespace: ws.namespace().unwrap_or_default(),
                 name: ws.name_any(),
                 phase: status.phase.map(WorkspacePhase::as_str),
                 node: status.node_name,
                 pod_recreated: status.pod_recreated,
+                starting,
                 last_rejection: status.last_rejection.map(|r| Rejection {
                     age: human(now.duration_since(r.time.0)),
                     time: rfc3339(r.time.0),
@@ -66,6 +90,7 @@ impl Tabular for WorkspaceRow {
             "PHASE",
             "NODE",
             "RECREATIONS",
+            "STARTING",
             "LAST REJECTION",
         ]
     }
@@ -77,6 +102,7 @@ impl Tabular for WorkspaceRow {
             or_dash(self.phase),
             or_dash(self.node.as_ref()),
             self.pod_recreated.to_string(),
+            or_dash(self.starting.as_ref().map(|s| s.reason.as_str())),
             or_dash(
                 self.last_rejection
                     .as_ref()
@@ -113,16 +139,52 @@ mod tests {
                                          "time": "2026-12-01T11:55:00Z"}}),
             ),
             ws("team-a", "amy", json!({"phase": "Stopped"})),
+            ws(
+                "team-a",
+                "cid",
+                json!({"phase": "Creating", "conditions": [{"type": "Starting", "status": "True",
+                       "reason": "ContainerConfig", "message": "container ide: secret \"t\" not found",
+                       "lastTransitionTime": "2026-12-01T11:59:00Z"}]}),
+            ),
+            ws(
+                "team-a",
+                "dot",
+                json!({"phase": "Running", "conditions": [{"type": "Starting", "status": "False",
+                       "reason": "Started", "message": "ready", "lastTransitionTime": "2026-12-01T11:59:00Z"}]}),
+            ),
         ];
         let cells: Vec<Vec<String>> = rows(&list, now).iter().map(Tabular::cells).collect();
         let want = [
-            ["team-a", "amy", "Stopped", "-", "0", "-"],
-            ["team-a", "bob", "Running", "n1", "2", "OutOfcpu (5m ago)"],
-            ["team-b", "zed", "-", "-", "0", "-"],
+            ["team-a", "amy", "Stopped", "-", "0", "-", "-"],
+            [
+                "team-a",
+                "bob",
+                "Running",
+                "n1",
+                "2",
+                "-",
+                "OutOfcpu (5m ago)",
+            ],
+            [
+                "team-a",
+                "cid",
+                "Creating",
+                "-",
+                "0",
+                "ContainerConfig",
+                "-",
+            ],
+            ["team-a", "dot", "Running", "-", "0", "-", "-"],
+            ["team-b", "zed", "-", "-", "0", "-", "-"],
         ];
         assert_eq!(cells, want.map(|r| r.map(String::from).to_vec()).to_vec());
         let json = serde_json::to_value(&rows(&list, now)[1]).expect("json");
         assert_eq!(json["lastRejection"]["time"], "2026-12-01T11:55:00Z");
         assert_eq!(json["podRecreated"], 2);
+        let json = serde_json::to_value(&rows(&list, now)[2]).expect("json");
+        assert_eq!(
+            json["starting"]["message"],
+            "container ide: secret \"t\" not found"
+        );
     }
 }

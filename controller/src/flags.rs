@@ -109,6 +109,15 @@ pub struct Config {
     /// The longest wait between two refused pod creations.
     #[arg(long, env = "LIFEGUARD_CREATE_BACKOFF_MAX", default_value = "2m", value_parser = parse_duration)]
     pub create_backoff_max: SignedDuration,
+    /// How long a workspace pod may take to be Ready when its Workspace's
+    /// spec.startTimeout does not say (at most 24h). Past it the workspace fails, or its pod
+    /// is re-created on another node when the node is at fault.
+    #[arg(long, env = "LIFEGUARD_START_TIMEOUT", default_value = "10m", value_parser = parse_duration)]
+    pub start_timeout: SignedDuration,
+    /// How long past its grace period a released workspace pod with no running container
+    /// may stay Terminating before the controller deletes it without grace.
+    #[arg(long, env = "LIFEGUARD_STUCK_TERMINATING_AFTER", default_value = "1m", value_parser = parse_duration)]
+    pub stuck_terminating_after: SignedDuration,
     #[arg(long, env = "LIFEGUARD_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
 }
@@ -122,6 +131,10 @@ pub enum ConfigError {
     },
     #[error(transparent)]
     Reasons(#[from] ClassifierError),
+    #[error("--start-timeout ({0:#}) must be longer than zero and at most 24h")]
+    StartTimeout(SignedDuration),
+    #[error("--stuck-terminating-after ({0:#}) must not be negative")]
+    StuckTerminatingAfter(SignedDuration),
 }
 
 impl Config {
@@ -132,7 +145,19 @@ impl Config {
                 max: self.backoff_max,
             });
         }
+        if self.start_timeout <= SignedDuration::ZERO
+            || self.start_timeout > lifeguard_api::validation::MAX_START_TIMEOUT
+        {
+            return Err(ConfigError::StartTimeout(self.start_timeout));
+        }
+        if self.stuck_terminating_after.is_negative() {
+            return Err(ConfigError::StuckTerminatingAfter(
+                self.stuck_terminating_after,
+            ));
+        }
         Ok(Settings {
+            start_timeout: self.start_timeout,
+            stuck_terminating_after: self.stuck_terminating_after,
             backoff: self.backoff,
             backoff_max: self.backoff_max,
             max_retries: self.max_retries,
@@ -181,6 +206,10 @@ mod tests {
             (SignedDuration::from_secs(5), SignedDuration::from_secs(120))
         );
         assert!(Config::try_parse_from(["lifeguard-controller", "--backoff=-1s"]).is_err());
+        assert_eq!(
+            (settings.start_timeout, settings.stuck_terminating_after),
+            (SignedDuration::from_mins(10), SignedDuration::from_mins(1))
+        );
     }
 
     #[test]
@@ -216,5 +245,18 @@ mod tests {
         ])
         .expect_err("both classes");
         assert!(err.to_string().contains("\"NodePorts\""), "{err}");
+    }
+
+    #[test]
+    fn start_timeout_and_stuck_bound_are_checked() {
+        let err = settings(&["--start-timeout=25h"]).expect_err("over a day");
+        assert_eq!(
+            err.to_string(),
+            "--start-timeout (25h) must be longer than zero and at most 24h"
+        );
+        assert!(settings(&["--start-timeout=0s"]).is_err());
+        let ok = settings(&["--start-timeout=3m", "--stuck-terminating-after=0s"]).expect("ok");
+        assert_eq!(ok.start_timeout, SignedDuration::from_mins(3));
+        assert_eq!(ok.stuck_terminating_after, SignedDuration::ZERO);
     }
 }

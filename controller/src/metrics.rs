@@ -26,6 +26,8 @@ pub struct Metrics {
     pub notices: IntCounterVec,
     pub disposals_unconfirmed: IntCounterVec,
     pub workspace_starts: HistogramVec,
+    pub start_failures: IntCounterVec,
+    pub pods_force_deleted: IntCounterVec,
 }
 
 fn counter(name: &str, help: &str, labels: &[&str]) -> Result<IntCounterVec, prometheus::Error> {
@@ -132,6 +134,17 @@ impl Metrics {
                 ]),
                 &["outcome"],
             )?,
+            // `blocker` is a `start_blocker::BlockerKind` or PodStarting: a fixed set.
+            start_failures: counter(
+                "lifeguard_controller_start_failures_total",
+                "Workspace pods given up on before they were Ready, by blocker and class (permanent: failed at once; wait: failed at the start deadline; recreate: re-created on another node at the deadline).",
+                &["blocker", "class"],
+            )?,
+            pods_force_deleted: counter(
+                "lifeguard_controller_pods_force_deleted_total",
+                "Released workspace pods deleted without grace because they stayed Terminating past their grace period plus --stuck-terminating-after with no container running.",
+                &[],
+            )?,
             leader: IntGauge::new(
                 "lifeguard_controller_leader",
                 "1 while this replica holds the leader Lease and reconciles.",
@@ -148,6 +161,8 @@ impl Metrics {
             &m.sweep_releases,
             &m.notices,
             &m.disposals_unconfirmed,
+            &m.start_failures,
+            &m.pods_force_deleted,
         ] {
             m.registry.register(Box::new(c.clone()))?;
         }

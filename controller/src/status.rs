@@ -171,6 +171,17 @@ pub fn from_pod(
         status.observed_generation = Some(built_from);
     }
     let ready = phase == WorkspacePhase::Running && pod_ready(pod);
+    // The first time this pod is Ready ends its start (and its start deadline). Whole
+    // seconds, as the API stores it, so recomputing from the stored status is a no-op.
+    let created = pod.metadata.creation_timestamp.as_ref().map(|t| t.0);
+    let ready_before = match (&status.pod_ready_time, created) {
+        (Some(at), Some(created)) => at.0 >= created,
+        (at, None) => at.is_some(),
+        (None, _) => false,
+    };
+    if ready && !ready_before {
+        status.pod_ready_time = Some(Time(Timestamp::from_second(now.as_second()).unwrap_or(now)));
+    }
     let unschedulable =
         unschedulable(pod).map(|why| format!("the workspace pod fits on no node: {why}"));
     let (reason, message) = match (phase, &unschedulable) {

@@ -5,4 +5,6 @@
 pub mod namespace_policy;
 pub mod plan;
 pub mod reconcile;
+pub mod start;
 pub mod start_latency;
+pub mod stuck_terminating;

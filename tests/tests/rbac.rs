@@ -164,6 +164,8 @@ async fn the_controller_manages_workspace_pods_and_only_its_own_lease() {
             "lifeguard-controller",
         ),
         ("create", "events.k8s.io", "events", "team-a", ""),
+        // A starting pod's mount failures (the start-blocker catalogue).
+        ("list", "", "events", "team-a", ""),
         // A node-scoped window's signal for upgrade tools: the drained label and the
         // window annotation on the Nodes it selects.
         ("patch", "", "nodes", "", "lifeguard-node-1"),
@@ -181,6 +183,7 @@ async fn the_controller_manages_workspace_pods_and_only_its_own_lease() {
         ("create", "lifeguard.dev", "maintenancewindows", "", ""),
         ("patch", "", "nodes/status", "", "lifeguard-node-1"),
         ("delete", "", "nodes", "", "lifeguard-node-1"),
+        ("delete", "", "events", "team-a", ""),
     ];
     check("lifeguard-controller", allow, deny).await.unwrap();
 }

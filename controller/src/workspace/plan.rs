@@ -18,6 +18,8 @@ use crate::status::{
     condition_is_true, from_pod, set_condition, set_failed, set_not_ready_because,
 };
 use crate::workspace::namespace_policy::{NamespacePolicy, refused_status};
+use crate::workspace::start::{self, StartStep};
+use crate::workspace::stuck_terminating;
 
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -48,6 +50,12 @@ pub struct Settings {
     pub create_backoff_max: SignedDuration,
     /// Namespaces whose Workspaces never get a pod (`namespace_policy`).
     pub namespaces: NamespacePolicy,
+    /// How long a pod may take to be Ready when its Workspace's `spec.startTimeout` does
+    /// not say (`start`).
+    pub start_timeout: SignedDuration,
+    /// How long past its grace period a released pod with no running container may stay
+    /// Terminating before it is force-deleted (`stuck_terminating`).
+    pub stuck_terminating_after: SignedDuration,
 }
 
 impl Default for Settings {
@@ -65,6 +73,8 @@ impl Default for Settings {
             create_backoff: SignedDuration::from_secs(5),
             create_backoff_max: SignedDuration::from_secs(120),
             namespaces: NamespacePolicy::default(),
+            start_timeout: SignedDuration::from_mins(10),
+            stuck_terminating_after: SignedDuration::from_mins(1),
         }
     }
 }
@@ -89,6 +99,18 @@ pub enum Action {
     GiveUp(Box<WorkspaceStatus>),
     /// The workspace's namespace is refused (`namespace_policy`): Failed, with an Event.
     Refuse(Box<WorkspaceStatus>),
+    /// The pod did not start (a permanent blocker, or its start deadline passed): the
+    /// workspace failed, or its pod is to be re-created elsewhere (`start`).
+    RecordStartFailure {
+        status: Box<WorkspaceStatus>,
+        blocker: &'static str,
+        class: &'static str,
+    },
+    /// Delete, without grace, a released pod still Terminating long after its grace period
+    /// with no container running (`stuck_terminating`).
+    ForceDeletePod {
+        cause: String,
+    },
     /// Delete the pod; `Some(0)` for rejected pods, where nothing ran. `cause` says why,
     /// for the Event.
     DeletePod {
@@ -120,13 +142,34 @@ fn has_finalizer(finalizers: Option<&Vec<String>>, name: &str) -> bool {
     finalizers.is_some_and(|f| f.iter().any(|x| x == name))
 }
 
+/// What the reconciler read besides the Workspace and its pod.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Observed {
+    /// (reason, message) of the pod's latest FailedMount or FailedAttachVolume Event, read
+    /// only while the kubelet is still creating its containers.
+    pub mount_event: Option<(String, String)>,
+}
+
 pub fn plan(ws: &Workspace, pod: Option<&Pod>, now: Timestamp, settings: &Settings) -> Action {
+    plan_observed(ws, pod, &Observed::default(), now, settings)
+}
+
+pub fn plan_observed(
+    ws: &Workspace,
+    pod: Option<&Pod>,
+    observed: &Observed,
+    now: Timestamp,
+    settings: &Settings,
+) -> Action {
     let deleting = ws.metadata.deletion_timestamp.is_some();
     if !deleting && !has_finalizer(ws.metadata.finalizers.as_ref(), WORKSPACE_FINALIZER) {
         return Action::AddWorkspaceFinalizer;
     }
     let action = match pod {
-        Some(pod) if controlled_by(pod, ws) => plan_with_pod(ws, pod, now, settings),
+        Some(pod) if controlled_by(pod, ws) => {
+            let action = plan_with_pod(ws, pod, observed, now, settings);
+            stuck_terminating::check(pod, action, now, settings)
+        }
         Some(pod) => plan_with_foreign_pod(ws, pod, now, settings),
         None => plan_without_pod(ws, now, settings),
     };
@@ -424,7 +467,13 @@ fn disposal_done(pod: &Pod, now: Timestamp, settings: &Settings) -> bool {
     !running || overdue
 }
 
-fn plan_with_pod(ws: &Workspace, pod: &Pod, now: Timestamp, settings: &Settings) -> Action {
+fn plan_with_pod(
+    ws: &Workspace,
+    pod: &Pod,
+    observed: &Observed,
+    now: Timestamp,
+    settings: &Settings,
+) -> Action {
     let status = ws.status.clone().unwrap_or_default();
     let generation = ws.metadata.generation;
     let ours = has_finalizer(pod.metadata.finalizers.as_ref(), POD_FINALIZER);
@@ -479,6 +528,33 @@ fn plan_with_pod(ws: &Workspace, pod: &Pod, now: Timestamp, settings: &Settings)
             };
         }
         return Action::Idle;
+    }
+
+    // A pod given up on for its start (`start`) goes: gracefully, since a container may
+    // run, and it never was Ready, so there is no work to wait for.
+    if start::given_up(&status, pod) {
+        if !pod_deleting {
+            let why = status
+                .last_rejection
+                .as_ref()
+                .map_or(String::new(), |r| r.message.clone());
+            return Action::DeletePod {
+                grace_seconds: None,
+                cause: format!("its start failed: {why}"),
+            };
+        }
+        if ours && disposal_done(pod, now, settings) {
+            return Action::ReleasePod;
+        }
+        return match &pod.metadata.deletion_timestamp {
+            Some(deleted) if ours => Action::WaitUntil(
+                deleted
+                    .0
+                    .checked_add(settings.disposal_timeout)
+                    .unwrap_or(now),
+            ),
+            _ => Action::Idle,
+        };
     }
 
     let ws_deleting = ws.metadata.deletion_timestamp.is_some() || drained_by(ws).is_some();
@@ -543,10 +619,28 @@ fn plan_with_pod(ws: &Workspace, pod: &Pod, now: Timestamp, settings: &Settings)
         WorkspacePhase::Creating
     };
     let next = from_pod(ws, pod, live_phase, now);
-    if Some(&next) != ws.status.as_ref() {
-        Action::UpdateStatus(Box::new(next))
-    } else {
-        Action::Idle
+    let mount_event = observed
+        .mount_event
+        .as_ref()
+        .map(|(r, m)| (r.as_str(), m.as_str()));
+    match start::step(ws, pod, next, mount_event, now, settings) {
+        StartStep::GiveUp {
+            status,
+            blocker,
+            class,
+            ..
+        } => Action::RecordStartFailure {
+            status: Box::new(status),
+            blocker,
+            class,
+        },
+        StartStep::Going { status, .. } if Some(&status) != ws.status.as_ref() => {
+            Action::UpdateStatus(Box::new(status))
+        }
+        StartStep::Going {
+            recheck: Some(at), ..
+        } => Action::WaitUntil(at),
+        StartStep::Going { .. } => Action::Idle,
     }
 }
 

@@ -139,13 +139,13 @@ fn next_action() {
             "DeletePod { grace_seconds: Some(0), cause: \"the kubelet rejected it; nothing ran, so it goes without a grace period\" }".into(),
         ),
         (
-            "deleting rejected pod: wait for it",
+            "deleting rejected pod: wait for the kubelet, until it counts as stuck",
             ws(recorded("pod-uid-1"), json!({})),
             Some(rejected_pod(
                 "pod-uid-1",
                 json!({"finalizers": [], "deletionTimestamp": NOW}),
             )),
-            "Idle".into(),
+            "WaitUntil(2026-12-01T12:01:00Z)".into(),
         ),
         (
             "a second rejection of the same name is new",

@@ -27,7 +27,8 @@ use crate::notice;
 use crate::podspec;
 use crate::status::clear_create_refusal;
 use crate::workspace::plan::{
-    Action, CreateRefusal, REJECTED_AFTER_RUNNING, create_retry_at, plan, record_create_refusal,
+    Action, CreateRefusal, Observed, REJECTED_AFTER_RUNNING, create_retry_at, plan_observed,
+    record_create_refusal,
 };
 use crate::workspace::start_latency;
 use crate::{Context, Error, FIELD_MANAGER};
@@ -47,6 +48,8 @@ fn action_name(action: &Action) -> &'static str {
         Action::RecordRejectedAfterRunning(_) => "record_rejected_after_running",
         Action::GiveUp(_) => "give_up",
         Action::Refuse(_) => "refuse",
+        Action::RecordStartFailure { .. } => "start_failed",
+        Action::ForceDeletePod { .. } => "force_delete_pod",
         Action::DeletePod { .. } => "delete_pod",
         Action::ReleasePod => "release_pod",
         Action::RecordDisposal(_) => "record_disposal",
@@ -262,7 +265,8 @@ async fn reconcile_plan(
 ) -> Result<Requeue, Error> {
     let name = ws.name_any();
     let namespace = ws.namespace().unwrap_or_default();
-    let action = plan(ws, pod, now, &ctx.settings);
+    let observed = observe(ctx, ws, pod, now).await?;
+    let action = plan_observed(ws, pod, &observed, now, &ctx.settings);
     ctx.metrics
         .reconciles
         .with_label_values(&[action_name(&action)])
@@ -333,6 +337,57 @@ async fn reconcile_plan(
                 failed_message(&status),
             )
             .await;
+        }
+        Action::RecordStartFailure {
+            status,
+            blocker,
+            class,
+        } => {
+            write_status(ctx, workspaces, ws, pod, &status).await?;
+            ctx.metrics
+                .start_failures
+                .with_label_values(&[blocker, class])
+                .inc();
+            let message = status
+                .last_rejection
+                .as_ref()
+                .map_or(String::new(), |r| r.message.clone());
+            let (reason, note) = if status.phase == Some(WorkspacePhase::Failed) {
+                (
+                    "StartFailed",
+                    format!("{message}; the workspace has failed"),
+                )
+            } else {
+                (
+                    crate::workspace::start::REASON_START_TIMEOUT,
+                    format!("{message}; re-creating the pod, preferring another node"),
+                )
+            };
+            event(ctx, ws, EventType::Warning, reason, note).await;
+        }
+        Action::ForceDeletePod { cause } => {
+            if let Some(pod) = &pod {
+                let params = DeleteParams {
+                    grace_period_seconds: Some(0),
+                    preconditions: Some(Preconditions {
+                        uid: pod.metadata.uid.clone(),
+                        resource_version: None,
+                    }),
+                    ..DeleteParams::default()
+                };
+                match pods.delete(&pod.name_any(), &params).await {
+                    Ok(_) => {
+                        ctx.metrics
+                            .pods_force_deleted
+                            .with_label_values::<&str>(&[])
+                            .inc();
+                        let note = format!("force-deleted pod {}: {cause}", pod.name_any());
+                        event(ctx, ws, EventType::Warning, "PodForceDeleted", note).await;
+                    }
+                    Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
         }
         Action::GiveUp(status) => {
             write_status(ctx, workspaces, ws, pod, &status).await?;
@@ -553,6 +608,63 @@ async fn refused(
         .unsigned_abs()
         .max(Duration::from_millis(100));
     Ok(Requeue::requeue(wait))
+}
+
+/// How long a pod may be creating its containers before its mount Events are read: a
+/// volume usually mounts within a few seconds, and the read is one LIST per look.
+const MOUNT_EVENTS_AFTER: jiff::SignedDuration = jiff::SignedDuration::from_secs(10);
+
+/// Reads what `plan` needs besides the Workspace and its pod: the latest mount failure
+/// Event of a pod still creating its containers (`start_blocker`).
+async fn observe(
+    ctx: &Context,
+    ws: &Workspace,
+    pod: Option<&Pod>,
+    now: Timestamp,
+) -> Result<Observed, Error> {
+    let Some(pod) = pod.filter(|p| crate::workspace::plan::controlled_by(p, ws)) else {
+        return Ok(Observed::default());
+    };
+    let status = ws.status.clone().unwrap_or_default();
+    let old_enough = pod
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .is_some_and(|c| now.duration_since(c.0) >= MOUNT_EVENTS_AFTER);
+    if pod.metadata.deletion_timestamp.is_some()
+        || !old_enough
+        || crate::workspace::start::started(&status, pod)
+        || !lifeguard_api::start_blocker::creating_containers(pod)
+    {
+        return Ok(Observed::default());
+    }
+    let (Some(uid), Some(namespace)) = (pod.metadata.uid.as_deref(), pod.namespace()) else {
+        return Ok(Observed::default());
+    };
+    let events: Api<k8s_openapi::api::core::v1::Event> =
+        Api::namespaced(ctx.client.clone(), &namespace);
+    // A pod's Events are few; the limit bounds a pathological one.
+    let params = kube::api::ListParams::default()
+        .fields(&format!("involvedObject.uid={uid}"))
+        .limit(100);
+    let list = events.list(&params).await?;
+    let latest = list
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.reason
+                .as_deref()
+                .is_some_and(|r| lifeguard_api::start_blocker::MOUNT_EVENT_REASONS.contains(&r))
+        })
+        .max_by_key(|e| {
+            e.last_timestamp
+                .as_ref()
+                .map(|t| t.0)
+                .or(e.event_time.as_ref().map(|t| t.0))
+        });
+    Ok(Observed {
+        mount_event: latest.map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default())),
+    })
 }
 
 pub fn error_policy(

@@ -125,6 +125,10 @@ stop_all() {
   for p in "$LG_RUN"/lifeguard-*.pid; do
     [ -e "$p" ] && stop_process "$(basename "$p" .pid)"
   done
+  # Hollow nodes (cluster/hollow.sh); their Node objects are deleted by the next `up`.
+  for p in "$LG_RUN"/hollow-*.pid; do
+    [ -e "$p" ] && stop_process "$(basename "$p" .pid)"
+  done
   step "stop kube-proxy"
   stop_process kube-proxy
   # Drop the Service rules, so a stopped cluster leaves no NAT behind.
@@ -175,6 +179,8 @@ show_status() {
     fi
   done
   [ -n "$(node_names)" ] || { say "no nodes (lifeguard-cluster up)"; rc=1; }
+  # Hollow nodes, when there are any; a stopped one fails the status like a real node.
+  hollow_status || rc=1
   say "kubeconfig: $LG_KUBECONFIG   logs: $LG_LOGS"
   return $rc
 }

@@ -42,7 +42,7 @@ pub fn drain_state(window: &MaintenanceWindow, now: Timestamp) -> DrainState {
         return DrainState::Never("it is suspended".into());
     }
     let Some(occurrence) = compiled.active_at(now) else {
-        return match compiled.schedule().next_after(now, 1).first() {
+        return match compiled.next_after(now, 1).first() {
             Some(next) => DrainState::NotYetOpen { opens: next.start },
             None => DrainState::Never("it is over and has no later occurrence".into()),
         };

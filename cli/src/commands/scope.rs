@@ -83,7 +83,7 @@ pub async fn preview(client: Client, args: Preview, format: Format) -> Result<()
         let mut p = covered_now(&compiled, &namespaces, &workspaces, &nodes);
         let occurrence = compiled
             .active_at(now)
-            .or_else(|| compiled.schedule().next_after(now, 1).first().copied());
+            .or_else(|| compiled.next_after(now, 1).first().copied());
         p.occurrence = occurrence.map(|o| format!("{} - {}", rfc3339(o.start), rfc3339(o.end)));
         out.push_str(&match format {
             Format::Table => render_preview(&name, &p),

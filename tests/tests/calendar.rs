@@ -181,7 +181,7 @@ async fn an_exclusion_covering_now_admits_a_workspace_start() {
 
 /// `maintenance skip --next` on a window in force skips that occurrence: it ends at once
 /// (starts are admitted), `maintenance next` and the status say it is skipped and why,
-/// and the next occurrence (tomorrow) stays.
+/// and the next occurrence (tomorrow) stays. Skipping it again is refused.
 #[tokio::test]
 async fn skip_next_on_a_window_in_force_ends_that_occurrence_only() {
     with_namespace("skip", |client, ns| async move {
@@ -221,9 +221,13 @@ async fn skip_next_on_a_window_in_force_ends_that_occurrence_only() {
                 s["skippedOccurrences"][0]["reason"] == "e2e: not tonight" && s["active"] == false
             })
             .await?;
-            // A second skip of the same occurrence is refused.
-            let (code, _, stderr) = lifeguard(&["maintenance", "skip", &name, "--next"]).await?;
+            // Skipping the same occurrence again is refused (`--next` would now mean
+            // tomorrow's, so it is named by an instant inside it).
+            let inside = rfc3339(Timestamp::now());
+            let (code, _, stderr) =
+                lifeguard(&["maintenance", "skip", &name, "--on", &inside]).await?;
             assert_ne!(code, Some(0), "{stderr}");
+            assert!(stderr.contains("already skipped"), "{stderr}");
             Ok(())
         }
         .await;

@@ -199,12 +199,16 @@ start_node() {
   wait_for "containerd of $name" 60 "$LG_LOGS/containerd-$name.log" "containerd-$name" \
     ctr --address "$(node_socket "$name")" version
   mkdir -p "$dir/kubelet/root" "$dir/kubelet/pki"
+  # A node registers unproven (docs/prober.md, "Unproven nodes"): no workspace lands on it
+  # before its prober's first healthy verdict removes the taint and the label. The kubelet
+  # applies both only when it creates the Node object, not on a restart.
   start "kubelet-$name" nsenter -t "$ns" -m -- "$LG_K8S_BIN/kubelet" --config "$dir/kubelet/config.yaml" \
     --kubeconfig "$dir/kubelet.kubeconfig" \
     --container-runtime remote --container-runtime-endpoint "unix://$(node_socket "$name")" \
     --hostname-override "$name" --node-ip "$(node_ip "$name")" \
     --root-dir "$dir/kubelet/root" --cert-dir "$dir/kubelet/pki" \
-    --node-labels lifeguard.dev/local-cluster=true
+    --node-labels lifeguard.dev/local-cluster=true,lifeguard.dev/unproven=true \
+    --register-with-taints lifeguard.dev/unproven=true:NoSchedule
 }
 
 # Stops the node's kubelet and runtime, and with them its containers: to the cluster the

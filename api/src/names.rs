@@ -60,6 +60,10 @@ pub const NODE_WINDOW_ANNOTATION: &str = "lifeguard.dev/maintenance-window";
 pub const NODE_CONDITION: &str = "LifeguardProbesHealthy";
 /// The `NoSchedule` taint the prober may put on its unhealthy node.
 pub const NODE_TAINT_KEY: &str = "lifeguard.dev/unhealthy";
+/// NoSchedule taint (and a label of the same key, which the fleet guard counts) a node
+/// registers with (`kubelet --register-with-taints`, `--node-labels`): it takes no
+/// workspaces until its prober's first healthy verdict removes both.
+pub const NODE_UNPROVEN_KEY: &str = "lifeguard.dev/unproven";
 
 /// The DNS domain that prefixes every label and annotation key lifeguard owns.
 pub const KEY_DOMAIN: &str = GROUP;

@@ -14,6 +14,7 @@ pub mod probe_pod;
 pub mod report;
 pub mod server;
 pub mod state;
+pub mod unproven;
 pub mod verdict;
 pub mod volume;
 pub mod watchdog;

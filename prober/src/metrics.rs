@@ -17,6 +17,10 @@ pub struct Metrics {
     pub reaped: IntCounterVec,
     pub liveness: IntCounterVec,
     pub taint_held_back: IntGauge,
+    /// 1 while the node carries lifeguard's unproven taint (`unproven`).
+    pub unproven: IntGauge,
+    /// 1 once the fleet guard released the unproven taint of an unhealthy node.
+    pub unproven_released: IntGauge,
 }
 
 impl Metrics {
@@ -80,6 +84,16 @@ impl Metrics {
              --max-tainted-share of the nodes already carry it.",
         )?;
         registry.register(Box::new(taint_held_back.clone()))?;
+        let unproven = IntGauge::new(
+            "lifeguard_prober_node_unproven",
+            "1 while the node carries the lifeguard.dev/unproven taint: it registered with it              and no healthy verdict has removed it yet.",
+        )?;
+        let unproven_released = IntGauge::new(
+            "lifeguard_prober_unproven_released_by_fleet_guard",
+            "1 once the unproven taint of this unhealthy node was removed because more than              --max-tainted-share of the nodes were still unproven.",
+        )?;
+        registry.register(Box::new(unproven.clone()))?;
+        registry.register(Box::new(unproven_released.clone()))?;
         for c in [&checks, &reaped, &liveness] {
             registry.register(Box::new(c.clone()))?;
         }
@@ -97,6 +111,8 @@ impl Metrics {
             reaped,
             liveness,
             taint_held_back,
+            unproven,
+            unproven_released,
         };
         // Every series exists from the start, so rates and alerts need no absent() dance.
         for check in Check::ALL {

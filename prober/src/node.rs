@@ -21,6 +21,7 @@ use crate::container::describe;
 use crate::fleet::{self, Fleet, TaintDecision, TaintTurn};
 use crate::report::{self, Shown};
 use crate::state::{Shared, TaintState, TaintStatus};
+use crate::unproven::{self, UnprovenState, UnprovenStep};
 use crate::verdict::{Judgement, Verdict};
 
 const CALL_BUDGET: Duration = Duration::from_secs(10);
@@ -64,6 +65,8 @@ pub struct NodeReporter {
     shown: Option<Shown>,
     last_definitive: Option<Verdict>,
     taint_synced: Option<Verdict>,
+    /// When an unhealthy, unproven node may count the unproven fleet again.
+    unproven_look: Option<Instant>,
 }
 
 async fn bounded<T>(
@@ -106,6 +109,7 @@ impl NodeReporter {
             shown: None,
             last_definitive: None,
             taint_synced: None,
+            unproven_look: None,
             node,
         }
     }
@@ -176,6 +180,8 @@ impl NodeReporter {
         if self.taint.enabled {
             self.sync_marks(judgement.verdict).await?;
         }
+        // Whatever --taint says: a node that registered unproven must be released.
+        self.sync_unproven(judgement.verdict).await?;
         if judgement.verdict != Verdict::Unknown {
             if let Some((reason, warning)) = report::event(self.last_definitive, judgement.verdict)
             {
@@ -295,31 +301,142 @@ impl NodeReporter {
         ))
     }
 
-    /// All Nodes (a list of one: the API server counts the rest), and the other Nodes
-    /// labelled as tainted (metadata only, from the API server's cache).
-    async fn count_fleet(&self) -> Result<Fleet, String> {
-        let all = bounded(self.nodes.list_metadata(&ListParams::default().limit(1))).await?;
-        let listed = all.items.len() as u64;
-        let nodes = match (
-            all.metadata.remaining_item_count,
-            all.metadata.continue_.as_deref(),
-        ) {
-            (Some(rest), _) => listed + rest.max(0) as u64,
-            (None, None | Some("")) => listed,
-            // A server that does not count: page through names only.
-            (None, Some(_)) => self.count_paged().await?,
-        };
-        let tainted = bounded(self.nodes.list_metadata(
+    /// Removes the unproven taint and label once the verdict allows it (`unproven::step`).
+    async fn sync_unproven(&mut self, verdict: Verdict) -> Result<(), String> {
+        let state = self.shared.unproven_state();
+        let due = self.unproven_look.is_none_or(|at| Instant::now() >= at);
+        // A settled node is looked at again each heartbeat (a Node deleted and registered
+        // again under the same name while this prober ran carries the taint anew); an
+        // unhealthy unproven one counts the fleet at most that often.
+        let waiting =
+            state.settled() || (state == UnprovenState::Tainted && verdict != Verdict::Healthy);
+        if waiting && !due {
+            return Ok(());
+        }
+        let again = Duration::try_from(self.heartbeat).unwrap_or(RETRY);
+        self.unproven_look = Some(Instant::now() + again);
+        let mut fleet = None;
+        for _ in 0..CONFLICT_RETRIES {
+            let node = bounded(self.nodes.get(&self.node)).await?;
+            let taints = node
+                .spec
+                .as_ref()
+                .and_then(|s| s.taints.as_deref())
+                .unwrap_or(&[]);
+            let tainted = taints.iter().any(|t| t.key == unproven::UNPROVEN_KEY);
+            let next = match unproven::step(tainted, verdict, fleet, self.taint.max_share) {
+                // Settled stays as it was said (Proven, Released) while the taint is gone.
+                UnprovenStep::Keep if !tainted && state.settled() => return Ok(()),
+                UnprovenStep::Keep => {
+                    self.shared.set_unproven(if tainted {
+                        UnprovenState::Tainted
+                    } else {
+                        UnprovenState::NotTainted
+                    });
+                    return Ok(());
+                }
+                UnprovenStep::CountFleet => {
+                    fleet = Some(self.count_labelled(unproven::UNPROVEN_KEY).await?);
+                    continue;
+                }
+                UnprovenStep::Remove(next) => next,
+            };
+            let rest: Vec<_> = taints
+                .iter()
+                .filter(|t| t.key != unproven::UNPROVEN_KEY)
+                .cloned()
+                .collect();
+            let body = serde_json::json!({
+                "metadata": {
+                    "resourceVersion": node.metadata.resource_version,
+                    "labels": {unproven::UNPROVEN_KEY: null},
+                },
+                "spec": {"taints": rest},
+            });
+            let patched = tokio::time::timeout(
+                CALL_BUDGET,
+                self.nodes
+                    .patch(&self.node, &PatchParams::default(), &Patch::Merge(body)),
+            )
+            .await;
+            match patched {
+                Ok(Ok(_)) => {}
+                Ok(Err(kube::Error::Api(s))) if s.code == 409 => continue,
+                Ok(Err(e)) => {
+                    return Err(format!(
+                        "removing {}: {}",
+                        unproven::UNPROVEN_KEY,
+                        describe(&e)
+                    ));
+                }
+                Err(_) => {
+                    return Err(format!(
+                        "removing {}: API server did not answer",
+                        unproven::UNPROVEN_KEY
+                    ));
+                }
+            }
+            let (reason, warning, message) = match &next {
+                UnprovenState::Released { why, .. } => ("UnprovenReleased", true, why.clone()),
+                _ => (
+                    "NodeProven",
+                    false,
+                    format!(
+                        "first healthy verdict: {} removed, the node takes workspaces",
+                        unproven::UNPROVEN_KEY
+                    ),
+                ),
+            };
+            tracing::info!(node = %self.node, "{message}");
+            self.publish(reason, warning, &message).await;
+            self.shared.set_unproven(next);
+            return Ok(());
+        }
+        Err(format!(
+            "removing {}: {CONFLICT_RETRIES} conflicts in a row",
+            unproven::UNPROVEN_KEY
+        ))
+    }
+
+    /// All Nodes, and the other Nodes carrying `label` (metadata only).
+    async fn count_labelled(&self, label: &str) -> Result<Fleet, String> {
+        let nodes = self.count_nodes().await?;
+        let labelled = bounded(self.nodes.list_metadata(
             // resourceVersion 0: served from the API server's cache (every version
             // does), not a scan of etcd. No limit: the count must be whole.
-            &ListParams::default().labels(report::TAINTED_LABEL).at("0"),
+            &ListParams::default().labels(label).at("0"),
         ))
         .await?
         .items
         .iter()
         .filter(|n| n.metadata.name.as_deref() != Some(self.node.as_str()))
         .count() as u64;
-        Ok(Fleet { nodes, tainted })
+        Ok(Fleet {
+            nodes,
+            tainted: labelled,
+        })
+    }
+
+    /// All Nodes, and the other Nodes labelled as tainted.
+    async fn count_fleet(&self) -> Result<Fleet, String> {
+        self.count_labelled(report::TAINTED_LABEL).await
+    }
+
+    /// All Nodes: a list of one, the API server counts the rest.
+    async fn count_nodes(&self) -> Result<u64, String> {
+        let all = bounded(self.nodes.list_metadata(&ListParams::default().limit(1))).await?;
+        let listed = all.items.len() as u64;
+        Ok(
+            match (
+                all.metadata.remaining_item_count,
+                all.metadata.continue_.as_deref(),
+            ) {
+                (Some(rest), _) => listed + rest.max(0) as u64,
+                (None, None | Some("")) => listed,
+                // A server that does not count: page through names only.
+                (None, Some(_)) => self.count_paged().await?,
+            },
+        )
     }
 
     async fn count_paged(&self) -> Result<u64, String> {

@@ -1,5 +1,6 @@
 //! What the checks share with the endpoints and the Node reporter.
 
+use crate::unproven::UnprovenState;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
@@ -83,6 +84,7 @@ pub struct Shared {
     has_run: [AtomicBool; 2],
     published: watch::Sender<Published>,
     taint: Mutex<TaintStatus>,
+    unproven: Mutex<UnprovenState>,
 }
 
 impl Shared {
@@ -111,6 +113,7 @@ impl Shared {
                 max_tainted_share: 1.0,
                 state: TaintState::Off,
             }),
+            unproven: Mutex::new(UnprovenState::Unknown),
         };
         (shared, receiver)
     }
@@ -181,6 +184,21 @@ impl Shared {
         self.metrics.taint_held_back.set(i64::from(held));
     }
 
+    pub fn set_unproven(&self, state: UnprovenState) {
+        let tainted = state == UnprovenState::Tainted;
+        let released = matches!(state, UnprovenState::Released { .. });
+        *self.unproven.lock().unwrap_or_else(PoisonError::into_inner) = state;
+        self.metrics.unproven.set(i64::from(tainted));
+        self.metrics.unproven_released.set(i64::from(released));
+    }
+
+    pub fn unproven_state(&self) -> UnprovenState {
+        self.unproven
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     pub fn taint_state(&self) -> TaintState {
         self.taint
             .lock()
@@ -205,6 +223,7 @@ impl Shared {
             "failureThreshold": judge.threshold(),
             "settings": self.settings,
             "taint": taint,
+            "unproven": self.unproven_state(),
             "checks": {
                 "volume": judge.state(Check::Volume),
                 "container": judge.state(Check::Container),

@@ -115,6 +115,7 @@ impl Caches {
         }
         metrics.windows_cached.set(compiled.len() as i64);
         metrics.windows_invalid.set(invalid);
+        metrics.forget_windows_except(&windows.iter().map(|w| w.name_any()).collect());
         let mut current = self.windows.write().unwrap_or_else(|p| p.into_inner());
         *current = Arc::new(compiled);
     }

@@ -142,6 +142,24 @@ impl Metrics {
         })
     }
 
+    /// Drops the `would_deny` series of windows not in `present`: a deleted window's count
+    /// would otherwise stay exposed for the life of the replica.
+    pub fn forget_windows_except(&self, present: &std::collections::BTreeSet<String>) {
+        use prometheus::core::Collector;
+        let stale: Vec<String> = self
+            .would_deny
+            .collect()
+            .iter()
+            .flat_map(|family| family.get_metric())
+            .flat_map(|metric| metric.get_label())
+            .filter(|label| label.name() == "window" && !present.contains(label.value()))
+            .map(|label| label.value().to_string())
+            .collect();
+        for window in stale {
+            let _ = self.would_deny.remove_label_values(&[&window]);
+        }
+    }
+
     pub fn render(&self) -> String {
         lifeguard_runtime::ops::render(&self.registry)
     }
@@ -149,5 +167,24 @@ impl Metrics {
     /// For the ops router's `/metrics`.
     pub fn registry(&self) -> Registry {
         self.registry.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deleted_window_loses_its_would_deny_series() {
+        let metrics = Metrics::new().expect("metrics");
+        metrics.would_deny.with_label_values(&["kept"]).inc();
+        metrics.would_deny.with_label_values(&["gone"]).inc();
+        metrics.forget_windows_except(&["kept".to_string()].into_iter().collect());
+        let text = metrics.render();
+        assert!(
+            text.contains(r#"lifeguard_webhook_would_deny_total{window="kept"} 1"#),
+            "{text}"
+        );
+        assert!(!text.contains("gone"), "{text}");
     }
 }

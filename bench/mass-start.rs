@@ -1,0 +1,371 @@
+//! Benchmark: mass start. N Workspaces created at once (the end of a maintenance window),
+//! their pods placed on kubemark hollow nodes, against a baseline measured in the same run:
+//! the same N pods created directly by this client with the same concurrency, through the
+//! same API server, with lifeguard's webhooks registered (a workspace-labelled pod goes
+//! through both, as the controller's pods do).
+//!
+//!   cluster/lifeguard-cluster hollow-nodes up 3 --max-pods 500   # room for N pods
+//!   cargo run --release -p lifeguard-e2e --bin bench-mass-start -- [N] [CONCURRENCY]
+//!
+//! Defaults: N = 1000, CONCURRENCY = 16 (the controller's `--concurrency` default). Needs
+//! `./local-up` and enough hollow-node capacity (the bench checks). Reported per phase:
+//! pods per second (N / time from the first create to the last pod seen by a watch) and
+//! the time until every pod is Running; their ratio (lifeguard / direct, target >= 0.8);
+//! the leading controller's peak RSS during the lifeguard phase (sampled every 250 ms) and
+//! since it started (`VmHWM`). `KEEP=1` leaves the namespace behind.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use futures::{StreamExt, TryStreamExt, stream};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ServiceAccount};
+use kube::Client;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use lifeguard_api::Workspace;
+use lifeguard_e2e::{BUSYBOX_IMAGE, poll_until, unique_name};
+use serde_json::{Value, json};
+
+const HOLLOW_LABEL: &str = "lifeguard.dev/hollow";
+const WORKSPACE_LABEL: &str = "lifeguard.dev/workspace";
+/// The longest any phase may take before the bench gives up.
+const PHASE_TIMEOUT: Duration = Duration::from_secs(1800);
+
+/// The pod every workspace runs, and the baseline creates directly: pinned to the hollow
+/// nodes by their label, tolerating their taint; tiny requests so hundreds fit on a hollow
+/// node's fake 1 CPU; no service account token (its TokenRequest would be one more call per
+/// pod from the hollow kubelet, whose client is limited to 10 requests/s).
+fn pod_spec() -> Value {
+    json!({
+        "nodeSelector": {HOLLOW_LABEL: "true"},
+        "tolerations": [{"key": HOLLOW_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"}],
+        "automountServiceAccountToken": false,
+        "terminationGracePeriodSeconds": 1,
+        "containers": [{"name": "ide", "image": BUSYBOX_IMAGE, "imagePullPolicy": "IfNotPresent",
+                        "command": ["sleep", "infinity"],
+                        "resources": {"requests": {"cpu": "1m", "memory": "1Mi"}}}]
+    })
+}
+
+/// When the watch first saw each pod, and first saw it Running.
+#[derive(Default)]
+struct Seen {
+    created: HashMap<String, Instant>,
+    running: HashMap<String, Instant>,
+}
+
+/// Watches the namespace's pods into `seen` until dropped.
+fn watch_pods(pods: Api<Pod>, seen: Arc<Mutex<Seen>>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let events = watcher(pods, watcher::Config::default()).default_backoff();
+        futures::pin_mut!(events);
+        // Errors (a watch the API server ended) are retried with backoff by the stream.
+        while let Some(event) = events.next().await {
+            let pods: Vec<Pod> = match event {
+                Ok(watcher::Event::Apply(pod) | watcher::Event::InitApply(pod)) => vec![pod],
+                _ => continue,
+            };
+            let now = Instant::now();
+            let Ok(mut seen) = seen.lock() else { return };
+            for pod in pods {
+                let Some(name) = pod.metadata.name else {
+                    continue;
+                };
+                seen.created.entry(name.clone()).or_insert(now);
+                if pod.status.and_then(|s| s.phase).as_deref() == Some("Running") {
+                    seen.running.entry(name).or_insert(now);
+                }
+            }
+        }
+    })
+}
+
+struct Phase {
+    /// From the first create to the last create's answer.
+    submitted: Duration,
+    /// From the first create to the last pod's appearance in the watch.
+    pods_created: Duration,
+    /// From the first create to the last pod Running.
+    all_running: Duration,
+}
+
+impl Phase {
+    fn rate(&self, n: usize) -> f64 {
+        n as f64 / self.pods_created.as_secs_f64()
+    }
+}
+
+/// Creates `n` objects with `concurrency` requests in flight, then waits until the watch
+/// has seen `n` pods Running.
+async fn run_phase<F, Fut>(
+    n: usize,
+    concurrency: usize,
+    seen: &Arc<Mutex<Seen>>,
+    create: F,
+) -> anyhow::Result<Phase>
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    let started = Instant::now();
+    let failed: Vec<anyhow::Error> = stream::iter(0..n)
+        .map(create)
+        .buffer_unordered(concurrency)
+        .filter_map(|r| futures::future::ready(r.err()))
+        .collect()
+        .await;
+    if let Some(first) = failed.first() {
+        anyhow::bail!("{} creates failed; the first: {first:#}", failed.len());
+    }
+    let submitted = started.elapsed();
+    let last = |times: &HashMap<String, Instant>| times.values().max().copied();
+    let (created, running) = poll_until(&format!("{n} pods Running"), PHASE_TIMEOUT, || async {
+        let seen = seen
+            .lock()
+            .map_err(|_| anyhow::anyhow!("watch task panicked"))?;
+        if seen.running.len() < n {
+            anyhow::bail!(
+                "{} pods seen, {} Running",
+                seen.created.len(),
+                seen.running.len()
+            );
+        }
+        Ok(last(&seen.created).zip(last(&seen.running)))
+    })
+    .await?;
+    Ok(Phase {
+        submitted,
+        pods_created: created.saturating_duration_since(started),
+        all_running: running.saturating_duration_since(started),
+    })
+}
+
+/// A `/proc/<pid>/status` memory field (`VmRSS`, `VmHWM`) in MiB.
+fn status_mib(pid: u32, field: &str) -> anyhow::Result<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next())
+        .with_context(|| format!("no {field} in /proc/{pid}/status"))?
+        .parse()?;
+    Ok(kib / 1024.0)
+}
+
+/// Pods the Ready hollow nodes can take, and how many of them there are.
+async fn hollow_capacity(client: &Client) -> anyhow::Result<(usize, usize)> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let mut room = 0;
+    let mut count = 0;
+    for node in nodes
+        .list(&ListParams::default().labels(&format!("{HOLLOW_LABEL}=true")))
+        .await?
+    {
+        let status = node.status.unwrap_or_default();
+        let ready = status
+            .conditions
+            .unwrap_or_default()
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True");
+        if !ready {
+            continue;
+        }
+        count += 1;
+        let pods = status
+            .allocatable
+            .and_then(|a| a.get("pods").map(|q| q.0.clone()))
+            .and_then(|q| q.parse::<usize>().ok())
+            .unwrap_or_default();
+        // No DaemonSet pod lands there (cluster/hollow.sh), but other pods might.
+        room += pods;
+    }
+    Ok((count, room))
+}
+
+async fn delete_all_pods(pods: &Api<Pod>) -> anyhow::Result<()> {
+    let names: Vec<String> = pods
+        .list_metadata(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|p| p.metadata.name)
+        .collect();
+    stream::iter(names)
+        .map(|name| async move {
+            // The mutating webhook stamped lifeguard's disposal finalizer; no controller
+            // owns these pods, so take it off here.
+            pods.patch(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+            )
+            .await?;
+            match pods
+                .delete(&name, &DeleteParams::default().grace_period(0))
+                .await
+            {
+                Ok(_) => anyhow::Ok(()),
+                Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+                Err(e) => Err(e.into()),
+            }
+        })
+        .buffer_unordered(16)
+        .try_collect::<Vec<()>>()
+        .await?;
+    poll_until("baseline pods gone", PHASE_TIMEOUT, || async {
+        let left = pods
+            .list_metadata(&ListParams::default())
+            .await?
+            .items
+            .len();
+        if left > 0 {
+            anyhow::bail!("{left} pods left");
+        }
+        Ok(Some(()))
+    })
+    .await
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let n: usize = args.next().map(|a| a.parse()).transpose()?.unwrap_or(1000);
+    let concurrency: usize = args.next().map(|a| a.parse()).transpose()?.unwrap_or(16);
+    let client = lifeguard_e2e::client().await?;
+
+    let (hollow, room) = hollow_capacity(&client).await?;
+    anyhow::ensure!(
+        room >= n,
+        "{hollow} Ready hollow nodes take {room} pods, fewer than {n}: \
+         `cluster/lifeguard-cluster hollow-nodes up K --max-pods P` with K x P >= {n}"
+    );
+    let leader = lifeguard_e2e::controller_leader(&client)
+        .await?
+        .context("no controller holds the Lease")?;
+    let pid = lifeguard_e2e::local_pid(&leader, "lifeguard-controller")?;
+
+    let ns = unique_name("bench-mass-start");
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    // The label lets the test-all smoke (cluster/hollow-smoke) clean up after a failed run.
+    let namespace: Namespace = serde_json::from_value(
+        json!({"metadata": {"name": ns, "labels": {"lifeguard.dev/bench": "mass-start"}}}),
+    )?;
+    namespaces
+        .create(&PostParams::default(), &namespace)
+        .await?;
+    // Pods are refused until the namespace's default service account exists.
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), &ns);
+    poll_until(
+        "default service account",
+        Duration::from_secs(60),
+        || async { Ok(accounts.get_opt("default").await?.map(|_| ())) },
+    )
+    .await?;
+    println!(
+        "mass start: N = {n}, concurrency {concurrency}, {hollow} hollow nodes, namespace {ns}"
+    );
+
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let result = run_both(&client, &ns, &pods, n, concurrency, pid).await;
+
+    if std::env::var_os("KEEP").is_none() {
+        println!("cleaning up namespace {ns}");
+        namespaces.delete(&ns, &DeleteParams::default()).await?;
+        poll_until(&format!("namespace {ns} gone"), PHASE_TIMEOUT, || async {
+            if namespaces.get_opt(&ns).await?.is_some() {
+                anyhow::bail!("still there");
+            }
+            Ok(Some(()))
+        })
+        .await?;
+    }
+    result
+}
+
+async fn run_both(
+    client: &Client,
+    ns: &str,
+    pods: &Api<Pod>,
+    n: usize,
+    concurrency: usize,
+    pid: u32,
+) -> anyhow::Result<()> {
+    // Baseline: the same pods, created directly.
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let watch = watch_pods(pods.clone(), seen.clone());
+    let direct = run_phase(n, concurrency, &seen, |i| {
+        let pods = pods.clone();
+        async move {
+            let name = format!("direct-{i:05}");
+            let pod: Pod = serde_json::from_value(json!({
+                "metadata": {"name": name, "labels": {WORKSPACE_LABEL: name, "app": "bench"}},
+                "spec": pod_spec()
+            }))?;
+            pods.create(&PostParams::default(), &pod).await?;
+            Ok(())
+        }
+    })
+    .await?;
+    watch.abort();
+    println!(
+        "direct:    {n} pods accepted in {:.1?}, {:.1} pods/s; all Running after {:.1?}",
+        direct.pods_created,
+        direct.rate(n),
+        direct.all_running
+    );
+    delete_all_pods(pods).await?;
+
+    // lifeguard: N Workspaces; the controller creates their pods.
+    let rss_before = status_mib(pid, "VmRSS")?;
+    let peak = Arc::new(Mutex::new(rss_before));
+    let sampler = {
+        let peak = peak.clone();
+        tokio::spawn(async move {
+            loop {
+                if let (Ok(rss), Ok(mut peak)) = (status_mib(pid, "VmRSS"), peak.lock()) {
+                    *peak = peak.max(rss);
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        })
+    };
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let watch = watch_pods(pods.clone(), seen.clone());
+    let workspaces: Api<Workspace> = Api::namespaced(client.clone(), ns);
+    let lifeguard = run_phase(n, concurrency, &seen, |i| {
+        let workspaces = workspaces.clone();
+        async move {
+            let ws: Workspace = serde_json::from_value(json!({
+                "metadata": {"name": format!("ws-{i:05}")},
+                "spec": {"podTemplate": {"metadata": {"labels": {"app": "bench"}}, "spec": pod_spec()}}
+            }))?;
+            workspaces.create(&PostParams::default(), &ws).await?;
+            Ok(())
+        }
+    })
+    .await?;
+    watch.abort();
+    sampler.abort();
+    let peak = *peak
+        .lock()
+        .map_err(|_| anyhow::anyhow!("RSS sampler panicked"))?;
+    println!(
+        "lifeguard: {n} Workspaces accepted in {:.1?}; their pods created in {:.1?}, {:.1} pods/s; all Running after {:.1?}",
+        lifeguard.submitted,
+        lifeguard.pods_created,
+        lifeguard.rate(n),
+        lifeguard.all_running
+    );
+    println!(
+        "ratio (lifeguard / direct): pods created per second {:.2} (target >= 0.8); time until all Running {:.2}",
+        lifeguard.rate(n) / direct.rate(n),
+        direct.all_running.as_secs_f64() / lifeguard.all_running.as_secs_f64()
+    );
+    println!(
+        "controller RSS: {rss_before:.1} MiB before, peak {peak:.1} MiB during the start (sampled every 250 ms), peak since it started (VmHWM) {:.1} MiB",
+        status_mib(pid, "VmHWM")?
+    );
+    Ok(())
+}

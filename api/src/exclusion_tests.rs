@@ -388,3 +388,16 @@ fn invalid_exclusions_are_refused_field_by_field() {
     );
     assert_eq!(validate_maintenance_window(&valid), Ok(()));
 }
+
+#[test]
+fn the_crd_schema_caps_what_validation_caps() {
+    use kube::CustomResourceExt;
+    let crd = serde_json::to_value(crate::MaintenanceWindow::crd()).expect("CRD");
+    let exclusions = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        ["properties"]["exclusions"];
+    assert_eq!(exclusions["maxItems"], json!(exclusion::MAX_EXCLUSIONS));
+    assert_eq!(
+        exclusions["items"]["properties"]["reason"]["maxLength"],
+        json!(exclusion::MAX_REASON_CHARS)
+    );
+}

@@ -88,6 +88,7 @@ pub struct MaintenanceWindowSpec {
     /// Recurring windows only: periods in which no occurrence happens. An occurrence that
     /// overlaps one is skipped whole (see docs/schedule.md). At most 50.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 50))]
     pub exclusions: Vec<ExclusionSpec>,
     /// `Enforce` (default) denies, steers and drains; `Warn` admits with a warning naming
     /// the window; `DryRun` admits silently. Neither `Warn` nor `DryRun` steers or drains:
@@ -108,6 +109,7 @@ pub struct ExclusionSpec {
     pub end: String,
     /// Why the occurrences are skipped; shown in status and `lifeguard maintenance next`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 256))]
     pub reason: Option<String>,
 }
 

@@ -257,6 +257,15 @@ pub fn local_pid(pod: &str, binary: &str) -> anyhow::Result<u32> {
 /// the Service's target) and returns its `response`. Lets a test see what *each* replica
 /// decides, since each decides from its own watch cache.
 pub fn review_on(pod: &Pod, review: &serde_json::Value) -> anyhow::Result<serde_json::Value> {
+    review_at(pod, "/validate", review)
+}
+
+/// As `review_on`, at `path` (`/validate` or `/mutate`).
+pub fn review_at(
+    pod: &Pod,
+    path: &str,
+    review: &serde_json::Value,
+) -> anyhow::Result<serde_json::Value> {
     let ip = pod
         .status
         .as_ref()
@@ -274,7 +283,7 @@ pub fn review_on(pod: &Pod, review: &serde_json::Value) -> anyhow::Result<serde_
             "content-type: application/json",
             "--data-binary",
             "@-",
-            &format!("https://{ip}:8443/validate"),
+            &format!("https://{ip}:8443{path}"),
         ])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

@@ -12,8 +12,8 @@ use lifeguard_api::names::DRAINED_BY_ANNOTATION;
 use lifeguard_api::workspace::Workspace;
 use lifeguard_e2e::{
     Component, LOCAL_KUBECONFIG, NAMESPACE_LABEL, apply_crds, close_window, metric_sum,
-    open_window, poll_until, ready_pods, review_on, rfc3339, unique_name, wait_window_enforced,
-    with_namespace, workspace,
+    open_window, poll_until, ready_pods, review_at, review_on, rfc3339, unique_name,
+    wait_window_enforced, with_namespace, workspace,
 };
 use serde_json::{Value, json};
 
@@ -341,6 +341,104 @@ async fn a_dry_run_window_admits_and_counts_what_it_would_have_denied_and_draine
                 "{table}"
             );
             let _ = workspaces.delete("dave", &DeleteParams::default()).await;
+            Ok(())
+        }
+        .await;
+        close_window(&client, &name).await;
+        outcome
+    })
+    .await;
+}
+
+/// A node-scoped window steers covered workspace pods off its nodes by node affinity; in
+/// `DryRun` it must not: trying a node pool's window moves no pod.
+#[tokio::test]
+async fn a_node_scoped_dry_run_window_steers_no_pod() {
+    with_namespace("dryrunnodes", |client, ns| async move {
+        apply_crds(&client).await?;
+        let name = unique_name("e2e-pool");
+        let now = Timestamp::now();
+        let window: MaintenanceWindow = serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {
+                "start": rfc3339(now - SignedDuration::from_secs(60)),
+                "end": rfc3339(now + SignedDuration::from_secs(600)),
+                "namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: ns}},
+                "nodeSelector": {"matchLabels": {"kubernetes.io/hostname": "e2e-no-such-node"}},
+            }
+        }))?;
+        let windows: Api<MaintenanceWindow> = Api::all(client.clone());
+        windows.create(&PostParams::default(), &window).await?;
+        let outcome = async {
+            // The pod already carries the disposal finalizer: any patch is a steer.
+            let pod = json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "ws-erin", "namespace": ns,
+                             "labels": {"lifeguard.dev/workspace": "erin"},
+                             "finalizers": ["lifeguard.dev/disposal"]},
+                "spec": {"nodeName": "e2e-nowhere",
+                         "containers": [{"name": "ide", "image": lifeguard_e2e::BUSYBOX_IMAGE}]}
+            });
+            let review = json!({
+                "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                "request": {
+                    "uid": "e2e-steer-probe",
+                    "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                    "resource": {"group": "", "version": "v1", "resource": "pods"},
+                    "namespace": ns, "operation": "CREATE",
+                    "userInfo": {"username": "e2e"}, "object": pod, "dryRun": true
+                }
+            });
+            let every_replica = |steers: bool| {
+                let review = &review;
+                let client = &client;
+                poll_until(
+                    if steers {
+                        "every replica steers"
+                    } else {
+                        "no replica steers"
+                    },
+                    Duration::from_secs(30),
+                    move || async move {
+                        let pods = ready_pods(client, Component::Webhook).await?;
+                        for pod in &pods {
+                            let response = review_at(pod, "/mutate", review)?;
+                            if response["patch"].is_null() == steers {
+                                return Ok(None);
+                            }
+                        }
+                        Ok((!pods.is_empty()).then_some(()))
+                    },
+                )
+            };
+            every_replica(true).await?;
+            windows
+                .patch(
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"spec": {"enforcement": "DryRun"}})),
+                )
+                .await?;
+            every_replica(false).await?;
+            // Through the API server: the pod is stored without an affinity.
+            let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), &ns);
+            let created = pods
+                .create(
+                    &PostParams::default(),
+                    &serde_json::from_value(pod.clone())?,
+                )
+                .await?;
+            let affinity = created.spec.as_ref().and_then(|s| s.affinity.clone());
+            pods.patch(
+                "ws-erin",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+            )
+            .await?;
+            let _ = pods
+                .delete("ws-erin", &DeleteParams::default().grace_period(0))
+                .await;
+            assert!(affinity.is_none(), "a DryRun window steered: {affinity:?}");
             Ok(())
         }
         .await;

@@ -35,7 +35,8 @@ pub struct WindowRow {
     /// Warn and DryRun windows while draining: what an Enforce drain would be stopping.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub would_drain: Option<u32>,
-    /// Skipped occurrences up to the next start (from the status), with their reasons.
+    /// Skipped occurrences up to the next start (evaluated here, as the status lists
+    /// them), with their reasons.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<SkippedRow>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -66,7 +66,8 @@ pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 pub fn node_to_avoid(ws: &Workspace, recreation: Option<u32>, enabled: bool) -> Option<String> {
     recreation.filter(|_| enabled)?;
     let refused = ws.status.as_ref()?.last_rejection.as_ref()?;
-    Some(refused.node.clone()).filter(|n| !n.is_empty())
+    Some(refused.node.clone())
+        .filter(|n| !n.is_empty() && n != crate::workspace::start::NOT_SCHEDULED)
 }
 
 /// Adds a preferred node anti-affinity against `node`, after whatever the template

@@ -31,6 +31,9 @@ pub const REASON_POD_STARTING: &str = "PodStarting";
 /// Reason of the `Starting` condition after the start failed.
 pub const REASON_START_FAILED: &str = "StartFailed";
 
+/// `lastRejection.node` of a pod given up on before it was bound to a node.
+pub const NOT_SCHEDULED: &str = "not-scheduled";
+
 /// How often a pod that is still creating its containers is looked at again: a failing
 /// mount is only told by Events, which are not watched.
 pub const MOUNT_RECHECK: SignedDuration = SignedDuration::from_secs(20);
@@ -223,11 +226,14 @@ fn give_up(
     } else {
         blocker.kind.as_str()
     };
+    // Never empty: the API server (1.20, server-side apply) stores an empty required
+    // string as null and then refuses the whole status.
     let node = pod
         .spec
         .as_ref()
         .and_then(|s| s.node_name.clone())
-        .unwrap_or_default();
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| NOT_SCHEDULED.to_string());
     let (reason, message) = match cause {
         Cause::Deadline { timeout, .. } => (
             REASON_START_TIMEOUT,

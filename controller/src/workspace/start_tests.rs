@@ -446,3 +446,26 @@ fn a_mount_event_reaches_the_plan() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_pod_given_up_before_it_was_bound_names_no_node() {
+    let mut p = starting_pod(
+        json!({"phase": "Pending", "conditions": [{"type": "PodScheduled",
+        "status": "False", "reason": "Unschedulable", "message": "0/2 nodes are available"}]}),
+    );
+    if let Some(spec) = p.spec.as_mut() {
+        spec.node_name = None;
+    }
+    let creating = json!({"phase": "Creating", "podStarts": 1});
+    match step_at(None, creating, &p, None, "2026-12-01T12:10:00Z", 0) {
+        StartStep::GiveUp { status, .. } => {
+            let node = status.last_rejection.map(|r| r.node);
+            assert_eq!(
+                node.as_deref(),
+                Some(NOT_SCHEDULED),
+                "never empty: the API stores it as null"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -221,6 +221,11 @@ async fn skip_next_on_a_window_in_force_ends_that_occurrence_only() {
                 s["skippedOccurrences"][0]["reason"] == "e2e: not tonight" && s["active"] == false
             })
             .await?;
+            let (_, status, _) = lifeguard(&["maintenance", "status", &name]).await?;
+            assert!(
+                status.contains("skipped: ") && status.contains("(e2e: not tonight)"),
+                "{status}"
+            );
             // Skipping the same occurrence again is refused (`--next` would now mean
             // tomorrow's, so it is named by an instant inside it).
             let inside = rfc3339(Timestamp::now());

@@ -232,6 +232,21 @@ pub async fn status(client: Client, name: Option<&str>, format: Format) -> Resul
     let mut rows: Vec<_> = windows.iter().map(|w| window_row(w, now)).collect();
     rows.sort_by(|a, b| a.name.cmp(&b.name));
     emit(&render(&rows, format)?)?;
+    // One window: the occurrences its exclusions skip before the next start, and why.
+    if let (Some(_), [row], Format::Table) = (name, rows.as_slice(), format) {
+        for skipped in &row.skipped {
+            emit(&format!(
+                "skipped: {} - {}{}\n",
+                skipped.start,
+                skipped.end,
+                skipped
+                    .reason
+                    .as_deref()
+                    .map(|r| format!(" ({r})"))
+                    .unwrap_or_default()
+            ))?;
+        }
+    }
     // One window: its selected nodes, each with what is left on it.
     if let (Some(_), [window], Format::Table) = (name, windows.as_slice(), format)
         && let Some(status) = &window.status

@@ -272,15 +272,12 @@ pub fn check_spec(mw: &MaintenanceWindow, now: Timestamp) -> SpecCheck {
         })
         .collect();
     status.observed_generation = generation;
-    let until_change = [
-        window.next_change(now),
-        window.next_notice_change(now),
-    ]
-    .into_iter()
-    .flatten()
-    .min()
-    .map(|t| t.duration_since(now).unsigned_abs())
-    .unwrap_or(IDLE_POLL);
+    let until_change = [window.next_change(now), window.next_notice_change(now)]
+        .into_iter()
+        .flatten()
+        .min()
+        .map(|t| t.duration_since(now).unsigned_abs())
+        .unwrap_or(IDLE_POLL);
     let was_drained = status
         .conditions
         .iter()

@@ -36,8 +36,10 @@ fn each_mode_stops_or_only_counts_the_covered_running_workspaces() {
         ("DryRun", 0, None, Some(2)),
     ];
     for (mode, stops, remaining, would_drain) in rows {
-        let mw = window(json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z",
-                               "drain": true, "enforcement": mode}));
+        let mw = window(
+            json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z",
+                               "drain": true, "enforcement": mode}),
+        );
         let SpecCheck::Valid(valid) = check_spec(&mw, now) else {
             panic!("{mode}: valid spec");
         };
@@ -71,8 +73,10 @@ fn each_mode_stops_or_only_counts_the_covered_running_workspaces() {
 
 #[test]
 fn an_excluded_occurrence_is_not_active_and_the_status_says_why() {
-    let mw = window(json!({"schedule": "0 22 * * *", "duration": "4h", "drain": true,
-        "exclusions": [{"start": "2026-12-24", "end": "2026-12-24", "reason": "Christmas"}]}));
+    let mw = window(
+        json!({"schedule": "0 22 * * *", "duration": "4h", "drain": true,
+        "exclusions": [{"start": "2026-12-24", "end": "2026-12-24", "reason": "Christmas"}]}),
+    );
     let now = ts("2026-12-24T23:00:00Z");
     let SpecCheck::Valid(valid) = check_spec(&mw, now) else {
         panic!("valid spec");
@@ -87,7 +91,10 @@ fn an_excluded_occurrence_is_not_active_and_the_status_says_why() {
         .iter()
         .map(|s| (s.start.0, s.reason.as_deref()))
         .collect();
-    assert_eq!(skipped, vec![(ts("2026-12-24T22:00:00Z"), Some("Christmas"))]);
+    assert_eq!(
+        skipped,
+        vec![(ts("2026-12-24T22:00:00Z"), Some("Christmas"))]
+    );
     // The controller looks again when the next occurrence that happens opens.
     assert!(valid.requeue.as_secs() <= 300);
 }

@@ -50,6 +50,11 @@ pub struct Context {
     /// Node readiness (`nodes`), and whether its first list is in.
     pub nodes: NodeStore,
     pub nodes_ready: Arc<AtomicBool>,
+    /// Wakes a draining window when one of its stops ends (`window::stop_ended`), so its
+    /// next stop starts at once instead of at its next poll.
+    pub stop_ended: tokio::sync::mpsc::Sender<
+        kube::runtime::reflector::ObjectRef<lifeguard_api::MaintenanceWindow>,
+    >,
 }
 
 impl Context {

@@ -151,6 +151,9 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         });
     }
     let (windows, window_changes) = window_watch::watch(client.clone());
+    // Bounded: a full queue only means the window already has a wake-up pending (and
+    // its poll remains).
+    let (stop_ended, stops_ended) = tokio::sync::mpsc::channel(1024);
     let context = Arc::new(Context {
         client: client.clone(),
         windows,
@@ -159,6 +162,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         metrics: metrics.clone(),
         nodes,
         nodes_ready,
+        stop_ended,
     });
     // Only the identity of each Workspace is cached: the reconciler reads it fresh, and
     // managedFields alone would be most of a cached object's memory.
@@ -206,7 +210,11 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     .touched_objects();
     let window_metrics = metrics.clone();
     let window_client = context.client.clone();
+    let stops_ended = futures::stream::unfold(stops_ended, |mut rx| async move {
+        rx.recv().await.map(|window| (window, rx))
+    });
     let windows = Controller::for_stream(window_events, window_store)
+        .reconcile_on(stops_ended)
         .graceful_shutdown_on(stopped())
         .run(
             window::reconcile::reconcile_window,

@@ -6,3 +6,4 @@ pub mod node_signal;
 pub mod nodes;
 pub mod plan;
 pub mod reconcile;
+pub mod stop_ended;

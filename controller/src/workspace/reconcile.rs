@@ -89,6 +89,10 @@ async fn write_status(
     let now = Timestamp::now();
     let status = notice::settled(ws, status.clone(), now);
     lifeguard_runtime::status::apply(api, &ws.name_any(), FIELD_MANAGER, &status).await?;
+    if let Some(window) = crate::window::stop_ended::window_to_wake(ws, &status) {
+        // Full or closed: the window's own poll still comes.
+        let _ = ctx.stop_ended.try_send(ObjectRef::new(window));
+    }
     if let Some((outcome, seconds)) = start_latency::observation(ws, pod, &status, now) {
         ctx.metrics
             .workspace_starts

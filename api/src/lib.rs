@@ -7,6 +7,7 @@ pub mod cron;
 pub mod disposal;
 pub mod drain;
 pub mod exclusion;
+pub mod hold;
 pub mod maintenance;
 pub mod names;
 pub mod node_scope;

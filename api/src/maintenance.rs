@@ -95,6 +95,41 @@ pub struct MaintenanceWindowSpec {
     /// both count what they would have done (metrics, `status.dryRun`).
     #[serde(default, skip_serializing_if = "Enforcement::is_enforce")]
     pub enforcement: Enforcement,
+    /// With `drain`: gates that hold the drain (no new stops; those in flight finish)
+    /// while it is unsafe. A gate that cannot be evaluated holds. See docs/operations.md.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_while: Option<HoldWhileSpec>,
+    /// With `holdWhile`: the longest one hold lasts, for example `30m` (at most 7 days);
+    /// after it the drain proceeds for the rest of the occurrence, with a Warning Event.
+    /// Absent: a hold lasts at most until the occurrence ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_hold: Option<String>,
+}
+
+/// What holds a drain; each gate given holds on its own.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HoldWhileSpec {
+    /// Hold while this instant query returns any series (the controller's
+    /// `--prometheus-url`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prometheus: Option<PrometheusGateSpec>,
+    /// Hold while a pod matching this selector is Running in a namespace the window covers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pods: Option<PodsGateSpec>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PrometheusGateSpec {
+    /// PromQL, for example `ALERTS{alertstate="firing",severity="critical"}`.
+    pub query: String,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PodsGateSpec {
+    pub selector: LabelSelector,
 }
 
 /// One period in which a recurring window does not open.
@@ -168,6 +203,10 @@ pub struct MaintenanceWindowStatus {
     /// (at most 10), each with the exclusion's reason.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped_occurrences: Vec<SkippedOccurrenceStatus>,
+    /// While a gate holds the drain (or, `expired`, once `maxHold` let it proceed in this
+    /// occurrence): which gate, since when and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold: Option<HoldStatus>,
     /// `Warn` and `DryRun` windows while active: what `Enforce` would have done.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dry_run: Option<DryRunStatus>,
@@ -184,6 +223,19 @@ pub struct SkippedOccurrenceStatus {
     pub end: Time,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+}
+
+/// A drain's hold. `since` is kept across controller restarts: `maxHold` counts from it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HoldStatus {
+    /// `prometheus` or `pods`.
+    pub gate: String,
+    pub since: Time,
+    pub message: String,
+    /// True once `maxHold` has passed: the drain proceeds for the rest of the occurrence.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub expired: bool,
 }
 
 /// What a `Warn` or `DryRun` window would have done had it been `Enforce`.
@@ -222,4 +274,9 @@ pub mod condition {
     pub const DRAINED: &str = "Drained";
     pub const REASON_DRAINED: &str = "Drained";
     pub const REASON_DRAINING: &str = "Draining";
+    /// While a `holdWhile` window drains: True while a gate holds it.
+    pub const DRAIN_HELD: &str = "DrainHeld";
+    /// The `DrainHeld` reason is the gate's name while True (`Prometheus`, `Pods`).
+    pub const REASON_GATES_CLEAR: &str = "GatesClear";
+    pub const REASON_MAX_HOLD_EXPIRED: &str = "MaxHoldExpired";
 }

@@ -43,14 +43,14 @@ impl ValidationErrors {
         }])
     }
 
-    fn push(&mut self, field: &str, message: impl Into<String>) {
+    pub(crate) fn push(&mut self, field: &str, message: impl Into<String>) {
         self.0.push(FieldError {
             field: field.to_string(),
             message: message.into(),
         });
     }
 
-    fn into_result<T>(self, value: T) -> Result<T, Self> {
+    pub(crate) fn into_result<T>(self, value: T) -> Result<T, Self> {
         if self.0.is_empty() {
             Ok(value)
         } else {
@@ -86,7 +86,7 @@ fn parse_instant(field: &str, text: &str, errors: &mut ValidationErrors) -> Opti
     }
 }
 
-fn parse_duration(
+pub(crate) fn parse_duration(
     field: &str,
     text: &str,
     errors: &mut ValidationErrors,
@@ -311,6 +311,7 @@ pub fn validate_maintenance_window(spec: &MaintenanceWindowSpec) -> Result<(), V
     let mut errors = spec.schedule().err().unwrap_or_default();
     // The node scope and drain budget have their own rules (`node_scope::check`).
     errors.0.extend(crate::node_scope::check(spec).0);
+    errors.0.extend(crate::hold::compile(spec).err().unwrap_or_default().0);
     errors.into_result(())
 }
 

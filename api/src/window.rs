@@ -10,6 +10,7 @@ use kube::core::{ParseExpressionError, Selector, SelectorExt};
 
 use crate::MaintenanceWindow;
 use crate::exclusion::{Exclusions, Upcoming};
+use crate::hold::Gates;
 use crate::maintenance::Enforcement;
 use crate::node_scope::{self, Budget};
 use crate::schedule::{Occurrence, Schedule};
@@ -32,6 +33,8 @@ pub struct CompiledWindow {
     pub node_label_selector: Option<LabelSelector>,
     /// `spec.enforcement`: only `Enforce` denies, steers and drains.
     pub enforcement: Enforcement,
+    /// With `drain`: what holds it (`spec.holdWhile`, `spec.maxHold`).
+    pub gates: Option<Gates>,
     schedule: Schedule,
     exclusions: Exclusions,
     node_selector: Option<Selector>,
@@ -46,6 +49,7 @@ impl CompiledWindow {
         let schedule = spec.schedule()?;
         let exclusions = spec.exclusions()?;
         let notice = spec.notice_period()?;
+        let gates = crate::hold::compile(spec)?;
         let scope_errors = node_scope::check(spec);
         if !scope_errors.0.is_empty() {
             return Err(scope_errors);
@@ -72,6 +76,7 @@ impl CompiledWindow {
                 Some(_) => Some(selector("spec.nodeSelector", &spec.node_selector)?),
             },
             enforcement: spec.enforcement,
+            gates,
             schedule,
             exclusions,
             namespace_selector: selector("spec.namespaceSelector", &spec.namespace_selector)?,

@@ -120,6 +120,11 @@ pub struct Config {
     pub stuck_terminating_after: SignedDuration,
     #[arg(long, env = "LIFEGUARD_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
+    /// Prometheus that drain gates (`spec.holdWhile.prometheus`) ask, http://host:port[/prefix].
+    /// Off by default: a window's Prometheus gate then cannot be evaluated and holds its
+    /// drain (within its maxHold).
+    #[arg(long, env = "LIFEGUARD_PROMETHEUS_URL")]
+    pub prometheus_url: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

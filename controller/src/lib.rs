@@ -55,6 +55,8 @@ pub struct Context {
     pub stop_ended: tokio::sync::mpsc::Sender<
         kube::runtime::reflector::ObjectRef<lifeguard_api::MaintenanceWindow>,
     >,
+    /// What drain gates ask (`--prometheus-url`), if configured.
+    pub prometheus: Option<window::prometheus::Prometheus>,
 }
 
 impl Context {

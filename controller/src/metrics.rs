@@ -22,6 +22,9 @@ pub struct Metrics {
     /// `maxConcurrentDrains` bounds.
     pub drain_in_flight: IntGaugeVec,
     pub would_drain: IntGaugeVec,
+    /// 1 while a gate holds a window's drain, by window and gate (`window/hold.rs`).
+    pub drain_held: IntGaugeVec,
+    pub drain_hold_expiries: IntCounterVec,
     pub workspaces_notified: IntGaugeVec,
     pub notices: IntCounterVec,
     pub disposals_unconfirmed: IntCounterVec,
@@ -105,6 +108,18 @@ impl Metrics {
                 ),
                 &["window"],
             )?,
+            drain_held: IntGaugeVec::new(
+                Opts::new(
+                    "lifeguard_controller_drain_held",
+                    "1 while a gate (spec.holdWhile) holds a window's drain, by window and gate (prometheus, pods).",
+                ),
+                &["window", "gate"],
+            )?,
+            drain_hold_expiries: counter(
+                "lifeguard_controller_drain_hold_expiries_total",
+                "Drain holds that lasted spec.maxHold, after which the drain proceeded anyway, by window and gate.",
+                &["window", "gate"],
+            )?,
             workspaces_notified: IntGaugeVec::new(
                 Opts::new(
                     "lifeguard_controller_workspaces_notified",
@@ -172,6 +187,9 @@ impl Metrics {
         m.registry.register(Box::new(m.drain_remaining.clone()))?;
         m.registry.register(Box::new(m.drain_in_flight.clone()))?;
         m.registry.register(Box::new(m.would_drain.clone()))?;
+        m.registry.register(Box::new(m.drain_held.clone()))?;
+        m.registry
+            .register(Box::new(m.drain_hold_expiries.clone()))?;
         m.registry
             .register(Box::new(m.workspaces_notified.clone()))?;
         Ok(m)

@@ -84,6 +84,13 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         .context("connecting to the Kubernetes API (KUBECONFIG or in-cluster)")?;
     let metrics = Metrics::new().context("registering metrics")?;
     let settings = config.settings().context("invalid flags")?;
+    let prometheus = config
+        .prometheus_url
+        .as_deref()
+        .map(window::prometheus::Prometheus::parse)
+        .transpose()
+        .map_err(anyhow::Error::msg)
+        .context("--prometheus-url")?;
     let ready = Arc::new(AtomicBool::new(false));
     lifeguard_runtime::ops::spawn(config.metrics_listen, ops_router(&metrics, ready.clone()))
         .await?;
@@ -163,6 +170,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         nodes,
         nodes_ready,
         stop_ended,
+        prometheus,
     });
     // Only the identity of each Workspace is cached: the reconciler reads it fresh, and
     // managedFields alone would be most of a cached object's memory.

@@ -2,8 +2,11 @@
 //! occurrence), its drain and its count of notified workspaces. `plan` decides (pure);
 //! `reconcile` lists the workspaces a page at a time, asks `plan` and writes the answer.
 
+pub mod gates;
+pub mod hold;
 pub mod node_signal;
 pub mod nodes;
 pub mod plan;
+pub mod prometheus;
 pub mod reconcile;
 pub mod stop_ended;

@@ -18,9 +18,9 @@ use lifeguard_api::{MaintenanceWindow, Workspace};
 use lifeguard_runtime::pages::Pages;
 use serde_json::json;
 
-use super::node_signal;
 use super::nodes::{NodeMeta, NodeTally};
 use super::plan::{self, IDLE_POLL, SpecCheck, Survey, ValidWindow};
+use super::{gates, hold, node_signal};
 use crate::metrics::Metrics;
 use crate::{Context, Error, FIELD_MANAGER};
 
@@ -28,7 +28,7 @@ use crate::{Context, Error, FIELD_MANAGER};
 /// workspaces each time would cost tens of megabytes per pass.
 const PAGE: u32 = 200;
 
-async fn namespace_labels(
+pub(super) async fn namespace_labels(
     ctx: &Context,
 ) -> Result<BTreeMap<String, BTreeMap<String, String>>, Error> {
     let api: Api<PartialObjectMeta<Namespace>> = Api::all(ctx.client.clone());
@@ -85,7 +85,11 @@ pub async fn reconcile_window(
         SpecCheck::Valid(valid) => *valid,
     };
     let nodes = node_signal::list(&ctx.client, valid.node_scoped).await?;
-    let survey = survey(&ctx, &valid, &nodes).await?;
+    let mut survey = survey(&ctx, &valid, &nodes).await?;
+    // A gate that holds leaves the drain no new stop (`hold.rs`).
+    let kept_hold = mw.status.as_ref().and_then(|s| s.hold.as_ref());
+    let hold = gates::hold_drain(&ctx, &valid, &mut survey, kept_hold, now).await?;
+    let max_hold = valid.window.gates.as_ref().and_then(|g| g.max_hold);
     if let Some(drain) = &survey.drain {
         for (namespace, ws) in &drain.to_stop {
             let api: Api<Workspace> = Api::namespaced(ctx.client.clone(), namespace);
@@ -110,7 +114,15 @@ pub async fn reconcile_window(
         .await;
     }
     record_metrics(&ctx.metrics, &name, valid.window.enforces(), &survey);
-    let settled = plan::settle(valid, &survey, mw.metadata.generation, now);
+    gates::record(&ctx, &mw, hold.as_ref(), max_hold).await;
+    let mut settled = plan::settle(valid, &survey, mw.metadata.generation, now);
+    hold::settle(
+        &mut settled.status,
+        hold.as_ref(),
+        max_hold,
+        mw.metadata.generation,
+        now,
+    );
     if Some(&settled.status) != mw.status.as_ref() {
         write_status(&windows, &name, &settled.status).await?;
     }
@@ -194,6 +206,11 @@ pub fn forget_deleted<T, E1, E2>(metrics: &Metrics, result: &Result<T, Controlle
     let _ = metrics
         .would_drain
         .remove_label_values(&[window.name.as_str()]);
+    for gate in ["prometheus", "pods"] {
+        let _ = metrics
+            .drain_held
+            .remove_label_values(&[window.name.as_str(), gate]);
+    }
     if metrics
         .drain_remaining
         .remove_label_values(&[window.name.as_str()])

@@ -41,6 +41,9 @@ pub struct WindowRow {
     pub skipped: Vec<SkippedRow>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workspaces_remaining: Option<u32>,
+    /// While a gate holds the drain, or once maxHold let it go (`status.hold`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hold: Option<HoldRow>,
     pub drained: bool,
     /// `spec.notice`: how long before each drain workspaces are told.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -52,6 +55,34 @@ pub struct WindowRow {
     pub message: Option<String>,
     #[serde(skip)]
     now: Timestamp,
+}
+
+/// `status.hold` as the controller wrote it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HoldRow {
+    pub gate: String,
+    pub since: String,
+    pub message: String,
+    pub expired: bool,
+}
+
+impl HoldRow {
+    /// The line `maintenance status NAME` prints under the table.
+    pub fn line(&self, now: Timestamp) -> String {
+        let since = with_relative(&Some(self.since.clone()), now);
+        if self.expired {
+            format!(
+                "hold: the {} gate held the drain since {since} for maxHold; the drain proceeds: {}\n",
+                self.gate, self.message
+            )
+        } else {
+            format!(
+                "held: by the {} gate since {since}: {}\n",
+                self.gate, self.message
+            )
+        }
+    }
 }
 
 pub fn window_row(window: &MaintenanceWindow, now: Timestamp) -> WindowRow {
@@ -68,6 +99,12 @@ pub fn window_row(window: &MaintenanceWindow, now: Timestamp) -> WindowRow {
         would_drain: status.dry_run.as_ref().map(|d| d.would_drain),
         skipped: Vec::new(),
         workspaces_remaining: status.workspaces_remaining,
+        hold: status.hold.as_ref().map(|h| HoldRow {
+            gate: h.gate.clone(),
+            since: rfc3339(h.since.0),
+            message: h.message.clone(),
+            expired: h.expired,
+        }),
         drained: crate::drain::drained(window, now),
         notice: window.spec.notice.clone(),
         workspaces_notified: status.workspaces_notified,
@@ -136,9 +173,10 @@ impl Tabular for WindowRow {
             "inactive" => "no".to_string(),
             other => other.to_string(),
         };
-        let remaining = match (self.workspaces_remaining, self.drained) {
-            (Some(0), true) => "0 (drained)".to_string(),
-            (n, _) => or_dash(n),
+        let remaining = match (self.workspaces_remaining, self.drained, &self.hold) {
+            (Some(0), true, _) => "0 (drained)".to_string(),
+            (Some(n), _, Some(hold)) if !hold.expired => format!("{n} (held: {})", hold.gate),
+            (n, _, _) => or_dash(n),
         };
         vec![
             self.name.clone(),

@@ -204,3 +204,28 @@ fn next_lists_skipped_occurrences_with_their_reason_and_status_shows_the_mode() 
     assert_eq!(cells[5], "DryRun");
     assert_eq!(cells[6], "7 (would drain)");
 }
+
+#[test]
+fn status_says_which_gate_holds_the_drain_and_since_when() {
+    let now = ts("2026-12-01T22:30:00Z");
+    let spec = json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z",
+        "drain": true, "maxHold": "20m",
+        "holdWhile": {"pods": {"selector": {"matchLabels": {"app": "backup"}}}}});
+    let hold = |expired: bool| {
+        json!({"workspacesRemaining": 3, "hold": {"gate": "pods",
+            "since": "2026-12-01T22:20:00Z", "message": "pod a/backup (app=backup) is Running",
+            "expired": expired}})
+    };
+    let held = window_row(&window(spec.clone(), hold(false)), now);
+    assert_eq!(held.cells()[6], "3 (held: pods)");
+    let line = held.hold.as_ref().expect("hold").line(now);
+    assert!(
+        line.starts_with("held: by the pods gate since 2026-12-01T22:20:00Z (")
+            && line.contains("pod a/backup"),
+        "{line}"
+    );
+    let expired = window_row(&window(spec, hold(true)), now);
+    assert_eq!(expired.cells()[6], "3");
+    let line = expired.hold.as_ref().expect("hold").line(now);
+    assert!(line.contains("for maxHold; the drain proceeds"), "{line}");
+}

@@ -234,6 +234,9 @@ pub async fn status(client: Client, name: Option<&str>, format: Format) -> Resul
     emit(&render(&rows, format)?)?;
     // One window: the occurrences its exclusions skip before the next start, and why.
     if let (Some(_), [row], Format::Table) = (name, rows.as_slice(), format) {
+        if let Some(hold) = &row.hold {
+            emit(&hold.line(now))?;
+        }
         for skipped in &row.skipped {
             emit(&format!(
                 "skipped: {} - {}{}\n",

@@ -73,6 +73,53 @@ async fn running_on_node_2(client: &Client, n: usize) -> anyhow::Result<String> 
     Ok(ns)
 }
 
+/// Median seconds of each step of a stop, from the Events on the workspaces (µs event
+/// times): pod deleted -> disposal confirmed (grace period, the stand-in's save time and its
+/// poll), confirmed -> released, released -> the next workspace's pod deleted (the kubelet
+/// removing the pod, `Stopped`, the window starting the next stop). The last step is only
+/// meaningful with a budget of 1, where stops follow one another.
+async fn step_medians(client: &Client, ns: &str) -> anyhow::Result<[f64; 3]> {
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), ns);
+    let mut at: std::collections::BTreeMap<(String, String), Timestamp> = Default::default();
+    for e in events.list(&ListParams::default()).await?.items {
+        let (Some(reason), Some(time), Some(name)) = (
+            e.reason.clone(),
+            e.event_time.as_ref().map(|t| t.0),
+            e.regarding.as_ref().and_then(|r| r.name.clone()),
+        ) else {
+            continue;
+        };
+        at.insert((name, reason), time);
+    }
+    let get = |name: &str, reason: &str| at.get(&(name.to_string(), reason.to_string())).copied();
+    let mut names: Vec<String> = at.keys().map(|(n, _)| n.clone()).collect();
+    names.dedup();
+    let mut by_deletion: Vec<(Timestamp, String)> = names
+        .iter()
+        .filter_map(|n| Some((get(n, "PodDeleted")?, n.clone())))
+        .collect();
+    by_deletion.sort();
+    let secs = |a: Timestamp, b: Timestamp| b.duration_since(a).as_secs_f64();
+    let mut steps: [Vec<f64>; 3] = Default::default();
+    for (i, (deleted, name)) in by_deletion.iter().enumerate() {
+        let confirmed = get(name, "DisposalConfirmed");
+        let released = get(name, "PodReleased");
+        if let Some(c) = confirmed {
+            steps[0].push(secs(*deleted, c));
+        }
+        if let (Some(c), Some(r)) = (confirmed, released) {
+            steps[1].push(secs(c, r));
+        }
+        if let (Some(r), Some((next, _))) = (released, by_deletion.get(i + 1)) {
+            steps[2].push(secs(r, *next));
+        }
+    }
+    Ok(steps.map(|mut v| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+    }))
+}
+
 /// Seconds from creating the window to its `Drained` condition.
 async fn drain(client: &Client, ns: &str, budget: Option<u32>) -> anyhow::Result<Duration> {
     let windows: Api<MaintenanceWindow> = Api::all(client.clone());
@@ -114,18 +161,22 @@ async fn main() -> anyhow::Result<()> {
     let client = lifeguard_e2e::client().await?;
     lifeguard_e2e::bind_the_stand_in(&client).await?;
     println!("N = {n} workspaces on {SECOND_NODE}, stand-in save time S = {save} s");
-    println!("budget      drained in   ceil(N/b) x S   overhead per slot");
+    println!(
+        "budget      drained in   ceil(N/b) x S   overhead per slot   median steps: deleted->confirmed, ->released, ->next deleted"
+    );
     for budget in [Some(1), Some(4), None] {
         let ns = running_on_node_2(&client, n).await?;
         let took = drain(&client, &ns, budget).await;
+        let steps = step_medians(&client, &ns).await;
         let _ = Api::<Namespace>::all(client.clone())
             .delete(&ns, &DeleteParams::default())
             .await;
         let took = took?.as_secs_f64();
         let slots = budget.map_or(1, |b| n.div_ceil(b as usize)) as f64;
         let ideal = slots * save;
+        let [confirm, release, next] = steps?;
         println!(
-            "{:<11} {:>9.1} s   {:>11.1} s   {:>13.2} s",
+            "{:<11} {:>9.1} s   {:>11.1} s   {:>13.2} s     {confirm:.2} s, {release:.2} s, {next:.2} s",
             budget.map_or("unlimited".to_string(), |b| b.to_string()),
             took,
             ideal,

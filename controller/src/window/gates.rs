@@ -78,7 +78,7 @@ async fn running_blocker(
     Ok(None)
 }
 
-/// While an enforced window drains and something remains: asks its gates, decides the
+/// While an enforced window drains: asks its gates (none once nothing remains), decides the
 /// hold, and when held leaves the drain no new stop. `None` when there is nothing to hold
 /// (the status then drops `hold` and `DrainHeld`).
 pub async fn hold_drain(
@@ -96,22 +96,27 @@ pub async fn hold_drain(
     ) else {
         return Ok(None);
     };
-    if !window.enforces() || drain.remaining == 0 {
+    if !window.enforces() {
         return Ok(None);
     }
-    let namespaces = if gates.pods.is_some() && window.selects_namespaces() {
-        super::reconcile::namespace_labels(ctx).await?
+    // Nothing left to stop: no gate is asked, and an expiry of this occurrence stays shown.
+    let answers = if drain.remaining == 0 {
+        Vec::new()
     } else {
-        BTreeMap::new()
+        let namespaces = if gates.pods.is_some() && window.selects_namespaces() {
+            super::reconcile::namespace_labels(ctx).await?
+        } else {
+            BTreeMap::new()
+        };
+        ask(
+            &ctx.client,
+            ctx.prometheus.as_ref(),
+            window,
+            gates,
+            &namespaces,
+        )
+        .await
     };
-    let answers = ask(
-        &ctx.client,
-        ctx.prometheus.as_ref(),
-        window,
-        gates,
-        &namespaces,
-    )
-    .await;
     let decision = super::hold::decide(&answers, kept, occurrence.start.0, gates.max_hold, now);
     if decision.held {
         drain.to_stop.clear();

@@ -67,7 +67,11 @@ pub fn compile(spec: &MaintenanceWindowSpec) -> Result<Option<Gates>, Validation
         let field = "spec.holdWhile.pods.selector";
         let before = errors.0.len();
         check_selector(field, Some(&gate.selector), &mut errors);
-        let empty = gate.selector.match_labels.as_ref().is_none_or(|m| m.is_empty())
+        let empty = gate
+            .selector
+            .match_labels
+            .as_ref()
+            .is_none_or(|m| m.is_empty())
             && gate
                 .selector
                 .match_expressions

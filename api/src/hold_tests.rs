@@ -42,7 +42,10 @@ fn invalid_gates_say_what_is_wrong() {
         (
             "bad operator",
             json!({"drain": true, "holdWhile": {"pods": {"selector": {"matchExpressions": [{"key": "app", "operator": "Is", "values": ["x"]}]}}}}),
-            vec!["spec.holdWhile.pods.selector.matchExpressions[0]", "unknown operator \"Is\""],
+            vec![
+                "spec.holdWhile.pods.selector.matchExpressions[0]",
+                "unknown operator \"Is\"",
+            ],
         ),
         (
             "empty selector",
@@ -79,7 +82,10 @@ fn invalid_gates_say_what_is_wrong() {
         let webhook = validate_maintenance_window(&spec)
             .expect_err(what)
             .to_string();
-        assert!(webhook.contains(want[0]), "{what}: the webhook says {webhook:?}");
+        assert!(
+            webhook.contains(want[0]),
+            "{what}: the webhook says {webhook:?}"
+        );
     }
 }
 
@@ -87,9 +93,11 @@ fn invalid_gates_say_what_is_wrong() {
 fn valid_gates_compile() {
     let none = compile(&spec(json!({"drain": true}))).expect("valid");
     assert!(none.is_none());
-    let gates = compile(&spec(json!({"drain": true, "maxHold": "20s", "holdWhile": {
+    let gates = compile(&spec(
+        json!({"drain": true, "maxHold": "20s", "holdWhile": {
         "prometheus": {"query": " vector(1) "},
-        "pods": {"selector": {"matchLabels": {"app": "backup"}}}}})))
+        "pods": {"selector": {"matchLabels": {"app": "backup"}}}}}),
+    ))
     .expect("valid")
     .expect("gates");
     assert_eq!(gates.query.as_deref(), Some("vector(1)"));

@@ -311,7 +311,9 @@ pub fn validate_maintenance_window(spec: &MaintenanceWindowSpec) -> Result<(), V
     let mut errors = spec.schedule().err().unwrap_or_default();
     // The node scope and drain budget have their own rules (`node_scope::check`).
     errors.0.extend(crate::node_scope::check(spec).0);
-    errors.0.extend(crate::hold::compile(spec).err().unwrap_or_default().0);
+    errors
+        .0
+        .extend(crate::hold::compile(spec).err().unwrap_or_default().0);
     errors.into_result(())
 }
 

@@ -371,14 +371,7 @@ async fn reconcile_plan(
         }
         Action::ForceDeletePod { cause } => {
             if let Some(pod) = &pod {
-                let params = DeleteParams {
-                    grace_period_seconds: Some(0),
-                    preconditions: Some(Preconditions {
-                        uid: pod.metadata.uid.clone(),
-                        resource_version: None,
-                    }),
-                    ..DeleteParams::default()
-                };
+                let params = delete_this_pod(pod, Some(0));
                 match pods.delete(&pod.name_any(), &params).await {
                     Ok(_) => {
                         ctx.metrics
@@ -414,15 +407,7 @@ async fn reconcile_plan(
             cause,
         } => {
             if let Some(pod) = &pod {
-                // The UID precondition makes sure a replacement of the same name is never hit.
-                let params = DeleteParams {
-                    grace_period_seconds: grace_seconds.map(|g| g as u32),
-                    preconditions: Some(Preconditions {
-                        uid: pod.metadata.uid.clone(),
-                        resource_version: None,
-                    }),
-                    ..DeleteParams::default()
-                };
+                let params = delete_this_pod(pod, grace_seconds.map(|g| g as u32));
                 match pods.delete(&pod.name_any(), &params).await {
                     Ok(_) => {
                         let note = format!("deleted pod {}: {cause}", pod.name_any());
@@ -493,6 +478,19 @@ async fn reconcile_plan(
         Action::Idle => return Ok(Requeue::await_change()),
     }
     Ok(Requeue::requeue(AFTER_WRITE))
+}
+
+/// Deletes exactly this pod: the UID precondition makes sure a replacement of the same
+/// name is never hit.
+fn delete_this_pod(pod: &Pod, grace_seconds: Option<u32>) -> DeleteParams {
+    DeleteParams {
+        grace_period_seconds: grace_seconds,
+        preconditions: Some(Preconditions {
+            uid: pod.metadata.uid.clone(),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    }
 }
 
 fn count_removal(ctx: &Context, kind: &str, removal: Removal) {

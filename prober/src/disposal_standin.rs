@@ -50,26 +50,46 @@ pub fn answer(pod: &Pod, verdict: Verdict, now: Timestamp, save_time: SignedDura
     {
         return Answer::NotMine;
     }
-    let Some(asked) = pod.metadata.deletion_timestamp.as_ref().map(|t| t.0) else {
+    if pod.metadata.deletion_timestamp.is_none() {
         return Answer::NotMine;
-    };
+    }
     if disposal::any_container_running(pod) {
         return Answer::Wait;
     }
+    let Some(due) = due_at(pod, save_time) else {
+        return Answer::Wait;
+    };
     match verdict {
         Verdict::Unhealthy => Answer::Give(
             "failed: the node's prober finds it unhealthy; its workspace disk cannot be trusted"
                 .into(),
         ),
         Verdict::Unknown => Answer::Wait,
-        Verdict::Healthy if now >= asked.checked_add(save_time).unwrap_or(asked) => {
-            Answer::Give("saved".into())
-        }
+        Verdict::Healthy if now >= due => Answer::Give("saved".into()),
         Verdict::Healthy => Answer::Wait,
     }
 }
 
-/// Looks at this node's opted-in workspace pods every second and answers those that are due.
+/// When the "backup" of a stopping pod is done: `save_time` after its containers stopped
+/// (the latest `finishedAt`), since a real daemon starts copying once the workspace no
+/// longer writes, not when the delete was asked (the deletion timestamp lies a grace
+/// period ahead). Falls back to the deletion timestamp for containers that never ran.
+pub fn due_at(pod: &Pod, save_time: SignedDuration) -> Option<Timestamp> {
+    let finished = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.state.as_ref()?.terminated.as_ref()?.finished_at.as_ref())
+        .map(|t| t.0)
+        .max();
+    let since = finished.or(pod.metadata.deletion_timestamp.as_ref().map(|t| t.0))?;
+    Some(since.checked_add(save_time).unwrap_or(since))
+}
+
+/// Looks at this node's opted-in workspace pods every second, and sooner when a "backup"
+/// falls due, so an answer comes when the save is done rather than up to a second later.
 pub async fn run(
     client: Client,
     node: String,
@@ -81,9 +101,10 @@ pub async fn run(
     let params = ListParams::default()
         .labels(&format!("{STANDIN_LABEL}=true"))
         .fields(&format!("spec.nodeName={node}"));
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut wake = tokio::time::Instant::now();
     loop {
-        tick.tick().await;
+        tokio::time::sleep_until(wake).await;
+        wake = tokio::time::Instant::now() + Duration::from_secs(1);
         let listed = match pods.list(&params).await {
             Ok(list) => list.items,
             Err(error) => {
@@ -92,8 +113,15 @@ pub async fn run(
             }
         };
         let verdict = shared.verdict();
+        let now = Timestamp::now();
         for pod in listed {
-            let Answer::Give(result) = answer(&pod, verdict, Timestamp::now(), save_time) else {
+            let Answer::Give(result) = answer(&pod, verdict, now, save_time) else {
+                if let Some(due) = due_at(&pod, save_time).filter(|due| *due > now) {
+                    let until = Duration::try_from(due.duration_since(now)).unwrap_or_default();
+                    // A little after the due time, so the next look finds it due.
+                    let at = tokio::time::Instant::now() + until + Duration::from_millis(20);
+                    wake = wake.min(at);
+                }
                 continue;
             };
             let namespace = pod.namespace().unwrap_or_default();
@@ -148,7 +176,7 @@ mod tests {
         let state = if running {
             json!({"running": {}})
         } else {
-            json!({"terminated": {"exitCode": 0}})
+            json!({"terminated": {"exitCode": 0, "finishedAt": "2026-12-01T21:59:59Z"}})
         };
         serde_json::from_value(json!({
             "metadata": {"name": "ws-a", "namespace": "dev", "labels": labels, "annotations": annotations,
@@ -162,8 +190,10 @@ mod tests {
     #[test]
     fn what_the_stand_in_answers() {
         let save = SignedDuration::from_secs(3);
-        let during = "2026-12-01T22:00:02Z".parse().expect("time");
-        let after = "2026-12-01T22:00:03Z".parse().expect("time");
+        // The containers stopped at 21:59:59, the deletion timestamp (a grace period
+        // ahead) is 22:00:00: the save is done at 22:00:02, counted from the stop.
+        let during = "2026-12-01T22:00:01Z".parse().expect("time");
+        let after = "2026-12-01T22:00:02Z".parse().expect("time");
         let saved = Answer::Give("saved".into());
         let cases = [
             (
@@ -226,6 +256,15 @@ mod tests {
         for (what, p, verdict, now, want) in cases {
             assert_eq!(answer(&p, verdict, now, save), want, "{what}");
         }
+        let mut never_ran = pod(true, true, None, true, false);
+        if let Some(status) = never_ran.status.as_mut() {
+            status.container_statuses = None;
+        }
+        assert_eq!(
+            due_at(&never_ran, save),
+            Some("2026-12-01T22:00:03Z".parse().expect("time")),
+            "without a stopped container the save counts from the deletion timestamp"
+        );
         let broken = answer(
             &pod(true, true, None, true, false),
             Verdict::Unhealthy,

@@ -23,6 +23,7 @@ use lifeguard_runtime::pages::Pages;
 use crate::flags::Config;
 use crate::metrics::Metrics;
 use crate::workspace::reconcile::{error_policy, reconcile};
+use crate::workspace::trigger;
 use crate::{Context, leader, memory, nodes, sweep, window, window_watch};
 
 /// A standby is ready too (it has nothing to serve until it leads); a replica is not ready
@@ -185,11 +186,18 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         // uid and resourceVersion go: they would be copied into every cache key too.
         let meta = std::mem::take(&mut ws.metadata);
         ws.types = None;
+        ws.metadata.generation = Some(trigger::fingerprint(&meta));
         ws.metadata.name = meta.name;
         ws.metadata.namespace = meta.namespace;
     })
     .reflect(writer)
-    .touched_objects();
+    .touched_objects()
+    // Only changes the reconciler acts on: the status is its own, and a pass that writes
+    // it plans again with what the write returned (`workspace::reconcile`).
+    .predicate_filter(
+        trigger::fingerprint_in_generation,
+        kube::runtime::PredicateConfig::default(),
+    );
     // Bounded concurrency: unbounded, a cold start with thousands of Workspaces keeps
     // thousands of requests and their buffers in flight at once. Pods are watched as
     // metadata only: the owner reference is all the trigger needs.

@@ -8,3 +8,4 @@ pub mod reconcile;
 pub mod start;
 pub mod start_latency;
 pub mod stuck_terminating;
+pub mod trigger;

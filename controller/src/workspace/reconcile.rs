@@ -36,6 +36,19 @@ use crate::{Context, Error, FIELD_MANAGER};
 /// How soon to look again after a write: the watch event usually comes first.
 const AFTER_WRITE: Duration = Duration::from_millis(500);
 
+/// How many status writes one reconcile may chain (each planned again with the Workspace
+/// the write returned) before it leaves the rest to a requeue.
+const CHAINED_STATUS_WRITES: usize = 3;
+
+/// What one pass over a Workspace did.
+enum Pass {
+    /// Done: look again as the requeue says.
+    Done(Requeue),
+    /// It only wrote the Workspace's status, and the write returned the Workspace as now
+    /// stored: plan again with it.
+    StatusWritten(Box<Workspace>),
+}
+
 fn action_name(action: &Action) -> &'static str {
     match action {
         Action::AddWorkspaceFinalizer => "add_finalizer",
@@ -85,10 +98,11 @@ async fn write_status(
     ws: &Workspace,
     pod: Option<&Pod>,
     status: &WorkspaceStatus,
-) -> Result<(), Error> {
+) -> Result<Workspace, Error> {
     let now = Timestamp::now();
     let status = notice::settled(ws, status.clone(), now);
-    lifeguard_runtime::status::apply(api, &ws.name_any(), FIELD_MANAGER, &status).await?;
+    let stored =
+        lifeguard_runtime::status::apply(api, &ws.name_any(), FIELD_MANAGER, &status).await?;
     if let Some(window) = crate::window::stop_ended::window_to_wake(ws, &status) {
         // Full or closed: the window's own poll still comes.
         let _ = ctx.stop_ended.try_send(ObjectRef::new(window));
@@ -99,11 +113,16 @@ async fn write_status(
             .with_label_values(&[outcome])
             .observe(seconds);
     }
-    Ok(())
+    Ok(stored)
 }
 
 /// The controller caches Workspaces as metadata only (10,000 full pod templates would cost
 /// far more memory) and reads the Workspace and its pod fresh for each reconcile.
+///
+/// A pass that only wrote the status is followed by another with the Workspace that write
+/// returned, instead of a fresh read after the write's watch event (the controller's
+/// watch drops events that change nothing but the status: `run.rs`). That saves a
+/// reconcile and its two GETs per status change, most of a start's API calls at scale.
 pub async fn reconcile(
     meta: Arc<PartialObjectMeta<Workspace>>,
     ctx: Arc<Context>,
@@ -112,12 +131,30 @@ pub async fn reconcile(
     let workspaces: Api<Workspace> = Api::namespaced(ctx.client.clone(), &namespace);
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     let name = meta.name_any();
-    let Some(ws) = workspaces.get_opt(&name).await? else {
+    let Some(mut ws) = workspaces.get_opt(&name).await? else {
         return Ok(Requeue::await_change());
     };
     let pod = pods.get_opt(&pod_name(&name)).await?;
+    for _ in 0..=CHAINED_STATUS_WRITES {
+        match reconcile_pass(&ctx, &workspaces, &pods, &ws, pod.as_ref()).await? {
+            Pass::Done(requeue) => return Ok(requeue),
+            Pass::StatusWritten(stored) => ws = *stored,
+        }
+    }
+    Ok(Requeue::requeue(AFTER_WRITE))
+}
+
+/// One pass: node loss, then the maintenance notice, then the start/stop plan.
+async fn reconcile_pass(
+    ctx: &Arc<Context>,
+    workspaces: &Api<Workspace>,
+    pods: &Api<Pod>,
+    ws: &Workspace,
+    pod: Option<&Pod>,
+) -> Result<Pass, Error> {
+    let name = ws.name_any();
     let now = Timestamp::now();
-    let (recheck_node, node_change) = match node_loss_step(&ctx, &ws, pod.as_ref(), now) {
+    let (recheck_node, node_change) = match node_loss_step(ctx, ws, pod, now) {
         NodeLossStep::Nothing => (None, None),
         NodeLossStep::RecheckAt(at) => (Some(at), None),
         NodeLossStep::Lost { status, note } => (
@@ -136,30 +173,27 @@ pub async fn reconcile(
         ),
     };
     if let Some((status, note, type_, reason, action)) = node_change {
-        write_status(&ctx, &workspaces, &ws, pod.as_ref(), &status).await?;
+        let stored = write_status(ctx, workspaces, ws, pod, &status).await?;
         ctx.metrics.reconciles.with_label_values(&[action]).inc();
-        event(&ctx, &ws, type_, reason, note).await;
-        return Ok(Requeue::requeue(AFTER_WRITE));
+        event(ctx, ws, type_, reason, note).await;
+        return Ok(Pass::StatusWritten(Box::new(stored)));
     }
-    let wanted = wanted_notice(&ctx, &ws, now).await?;
+    let wanted = wanted_notice(ctx, ws, now).await?;
     let mut notice_change_at = None;
     if let Some((desired, next_change)) = &wanted {
         notice_change_at = *next_change;
-        if let Some(change) = notice::step(&ws, desired.as_ref(), now) {
-            write_status(&ctx, &workspaces, &ws, pod.as_ref(), &change.status).await?;
+        if let Some(change) = notice::step(ws, desired.as_ref(), now) {
+            let stored = write_status(ctx, workspaces, ws, pod, &change.status).await?;
             ctx.metrics.reconciles.with_label_values(&["notice"]).inc();
             if let Some((reason, note)) = change.event {
                 if let (notice::REASON_SCHEDULED, Some(n)) = (reason, desired) {
                     ctx.metrics.notices.with_label_values(&[&n.window]).inc();
                 }
-                event(&ctx, &ws, EventType::Normal, reason, note).await;
+                event(ctx, ws, EventType::Normal, reason, note).await;
             }
-            return Ok(Requeue::requeue(AFTER_WRITE));
+            return Ok(Pass::StatusWritten(Box::new(stored)));
         }
-        if let Some(patch) = pod
-            .as_ref()
-            .and_then(|p| notice::pod_patch(&ws, p, desired.as_ref()))
-        {
+        if let Some(patch) = pod.and_then(|p| notice::pod_patch(ws, p, desired.as_ref())) {
             match pods
                 .patch(
                     &pod_name(&name),
@@ -174,19 +208,22 @@ pub async fn reconcile(
             }
         }
     }
-    let requeue = reconcile_plan(&ctx, &ws, &workspaces, &pods, pod.as_ref(), now).await?;
+    let requeue = match reconcile_plan(ctx, ws, workspaces, pods, pod, now).await? {
+        Pass::Done(requeue) => requeue,
+        written => return Ok(written),
+    };
     // An idle workspace looks again when its node counts as lost (a node that is not
     // Ready yet) or when a window's notice starts or ends; one with a timer of its own
     // looks again at that timer, and again.
     let look_again = [recheck_node, notice_change_at].into_iter().flatten().min();
-    Ok(match look_again {
+    Ok(Pass::Done(match look_again {
         Some(at) if requeue == Requeue::await_change() => Requeue::requeue(
             at.duration_since(now)
                 .unsigned_abs()
                 .max(Duration::from_millis(100)),
         ),
         _ => requeue,
-    })
+    }))
 }
 
 /// The notice this workspace should carry now, and when that may next change; `None`
@@ -266,7 +303,7 @@ async fn reconcile_plan(
     pods: &Api<Pod>,
     pod: Option<&Pod>,
     now: Timestamp,
-) -> Result<Requeue, Error> {
+) -> Result<Pass, Error> {
     let name = ws.name_any();
     let namespace = ws.namespace().unwrap_or_default();
     let observed = observe(ctx, ws, pod, now).await?;
@@ -281,9 +318,14 @@ async fn reconcile_plan(
             finalizers::add(workspaces, ws, WORKSPACE_FINALIZER).await?
         }
         Action::CreatePod { start, recreation } => {
-            return create_pod(ctx, ws, workspaces, pods, start, recreation).await;
+            return create_pod(ctx, ws, workspaces, pods, start, recreation)
+                .await
+                .map(Pass::Done);
         }
-        Action::UpdateStatus(status) => write_status(ctx, workspaces, ws, pod, &status).await?,
+        Action::UpdateStatus(status) => {
+            let stored = write_status(ctx, workspaces, ws, pod, &status).await?;
+            return Ok(Pass::StatusWritten(Box::new(stored)));
+        }
         Action::RecordRejection(status) => {
             write_status(ctx, workspaces, ws, pod, &status).await?;
             if let Some(r) = &status.last_rejection {
@@ -470,14 +512,14 @@ async fn reconcile_plan(
                 .duration_since(now)
                 .unsigned_abs()
                 .max(Duration::from_millis(100));
-            return Ok(Requeue::requeue(wait));
+            return Ok(Pass::Done(Requeue::requeue(wait)));
         }
         // Nothing changes for an idle workspace until its Workspace or pod does, and both
         // are watched. A periodic requeue would keep a scheduler entry per workspace (about
         // 5 MB with 10,000) and cost a GET pair per workspace every period.
-        Action::Idle => return Ok(Requeue::await_change()),
+        Action::Idle => return Ok(Pass::Done(Requeue::await_change())),
     }
-    Ok(Requeue::requeue(AFTER_WRITE))
+    Ok(Pass::Done(Requeue::requeue(AFTER_WRITE)))
 }
 
 /// Deletes exactly this pod: the UID precondition makes sure a replacement of the same

@@ -56,13 +56,14 @@ where
 }
 
 /// Adds a finalizer, with the same optimistic lock.
-pub async fn add<K>(api: &Api<K>, object: &K, finalizer: &str) -> Result<(), kube::Error>
+/// Returns the object as stored after the patch, or `None` when it already had it.
+pub async fn add<K>(api: &Api<K>, object: &K, finalizer: &str) -> Result<Option<K>, kube::Error>
 where
     K: Resource + Clone + DeserializeOwned + Serialize + Debug,
 {
     let mut finalizers = object.finalizers().to_vec();
     if finalizers.iter().any(|f| f == finalizer) {
-        return Ok(());
+        return Ok(None);
     }
     finalizers.push(finalizer.to_string());
     let patch = json!({"metadata": {
@@ -75,5 +76,5 @@ where
         &Patch::Merge(&patch),
     )
     .await
-    .map(|_| ())
+    .map(Some)
 }

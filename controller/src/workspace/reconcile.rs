@@ -36,17 +36,17 @@ use crate::{Context, Error, FIELD_MANAGER};
 /// How soon to look again after a write: the watch event usually comes first.
 const AFTER_WRITE: Duration = Duration::from_millis(500);
 
-/// How many status writes one reconcile may chain (each planned again with the Workspace
-/// the write returned) before it leaves the rest to a requeue.
-const CHAINED_STATUS_WRITES: usize = 3;
+/// How many writes of the Workspace one reconcile may chain (each planned again with the
+/// Workspace the write returned) before it leaves the rest to a requeue.
+const CHAINED_WRITES: usize = 3;
 
 /// What one pass over a Workspace did.
 enum Pass {
     /// Done: look again as the requeue says.
     Done(Requeue),
-    /// It only wrote the Workspace's status, and the write returned the Workspace as now
-    /// stored: plan again with it.
-    StatusWritten(Box<Workspace>),
+    /// It only wrote the Workspace (its status, or its finalizer), and the write returned
+    /// the Workspace as now stored: plan again with it.
+    Rewritten(Box<Workspace>),
 }
 
 fn action_name(action: &Action) -> &'static str {
@@ -119,8 +119,8 @@ async fn write_status(
 /// The controller caches Workspaces as metadata only (10,000 full pod templates would cost
 /// far more memory) and reads the Workspace and its pod fresh for each reconcile.
 ///
-/// A pass that only wrote the status is followed by another with the Workspace that write
-/// returned, instead of a fresh read after the write's watch event (the controller's
+/// A pass that only wrote the Workspace (its status or finalizer) is followed by another
+/// with the Workspace that write returned, instead of a fresh read after the write's watch event (the controller's
 /// watch drops events that change nothing but the status: `run.rs`). That saves a
 /// reconcile and its two GETs per status change, most of a start's API calls at scale.
 pub async fn reconcile(
@@ -135,10 +135,10 @@ pub async fn reconcile(
         return Ok(Requeue::await_change());
     };
     let pod = pods.get_opt(&pod_name(&name)).await?;
-    for _ in 0..=CHAINED_STATUS_WRITES {
+    for _ in 0..=CHAINED_WRITES {
         match reconcile_pass(&ctx, &workspaces, &pods, &ws, pod.as_ref()).await? {
             Pass::Done(requeue) => return Ok(requeue),
-            Pass::StatusWritten(stored) => ws = *stored,
+            Pass::Rewritten(stored) => ws = *stored,
         }
     }
     Ok(Requeue::requeue(AFTER_WRITE))
@@ -176,7 +176,7 @@ async fn reconcile_pass(
         let stored = write_status(ctx, workspaces, ws, pod, &status).await?;
         ctx.metrics.reconciles.with_label_values(&[action]).inc();
         event(ctx, ws, type_, reason, note).await;
-        return Ok(Pass::StatusWritten(Box::new(stored)));
+        return Ok(Pass::Rewritten(Box::new(stored)));
     }
     let wanted = wanted_notice(ctx, ws, now).await?;
     let mut notice_change_at = None;
@@ -191,7 +191,7 @@ async fn reconcile_pass(
                 }
                 event(ctx, ws, EventType::Normal, reason, note).await;
             }
-            return Ok(Pass::StatusWritten(Box::new(stored)));
+            return Ok(Pass::Rewritten(Box::new(stored)));
         }
         if let Some(patch) = pod.and_then(|p| notice::pod_patch(ws, p, desired.as_ref())) {
             match pods
@@ -315,7 +315,10 @@ async fn reconcile_plan(
     tracing::debug!(workspace = %name, %namespace, action = action_name(&action), "reconcile");
     match action {
         Action::AddWorkspaceFinalizer => {
-            finalizers::add(workspaces, ws, WORKSPACE_FINALIZER).await?
+            if let Some(stored) = finalizers::add(workspaces, ws, WORKSPACE_FINALIZER).await? {
+                // The next step (usually creating the pod) needs nothing read again.
+                return Ok(Pass::Rewritten(Box::new(stored)));
+            }
         }
         Action::CreatePod { start, recreation } => {
             return create_pod(ctx, ws, workspaces, pods, start, recreation)
@@ -324,7 +327,7 @@ async fn reconcile_plan(
         }
         Action::UpdateStatus(status) => {
             let stored = write_status(ctx, workspaces, ws, pod, &status).await?;
-            return Ok(Pass::StatusWritten(Box::new(stored)));
+            return Ok(Pass::Rewritten(Box::new(stored)));
         }
         Action::RecordRejection(status) => {
             write_status(ctx, workspaces, ws, pod, &status).await?;

@@ -1,4 +1,5 @@
-//! Benchmark: mass start. N Workspaces created at once (the end of a maintenance window),
+//! Benchmark: mass start and mass drain. N Workspaces created at once (the end of a
+//! maintenance window),
 //! their pods placed on kubemark hollow nodes, against a baseline measured in the same run:
 //! the same N pods created directly by this client with the same concurrency, through the
 //! same API server, with lifeguard's webhooks registered (a workspace-labelled pod goes
@@ -12,17 +13,22 @@
 //! pods per second (N / time from the first create to the last pod seen by a watch) and
 //! the time until every pod is Running; their ratio (lifeguard / direct, target >= 0.8);
 //! the leading controller's peak RSS during the lifeguard phase (sampled every 250 ms) and
-//! since it started (`VmHWM`). `KEEP=1` leaves the namespace behind.
+//! since it started (`VmHWM`). Then the mass drain (`mass_drain.rs`): a window draining
+//! the N running workspaces against the N baseline pods deleted directly, both timed to the
+//! last pod gone. `KEEP=1` leaves the namespace behind.
+
+#[path = "mass_drain.rs"]
+mod mass_drain;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use futures::{StreamExt, TryStreamExt, stream};
+use futures::{StreamExt, stream};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ServiceAccount};
 use kube::Client;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use lifeguard_api::Workspace;
 use lifeguard_e2e::{BUSYBOX_IMAGE, poll_until, unique_name};
@@ -31,7 +37,7 @@ use serde_json::{Value, json};
 const HOLLOW_LABEL: &str = "lifeguard.dev/hollow";
 const WORKSPACE_LABEL: &str = "lifeguard.dev/workspace";
 /// The longest any phase may take before the bench gives up.
-const PHASE_TIMEOUT: Duration = Duration::from_secs(1800);
+pub const PHASE_TIMEOUT: Duration = Duration::from_secs(1800);
 
 /// The pod every workspace runs, and the baseline creates directly: pinned to the hollow
 /// nodes by their label, tolerating their taint; tiny requests so hundreds fit on a hollow
@@ -184,50 +190,6 @@ async fn hollow_capacity(client: &Client) -> anyhow::Result<(usize, usize)> {
     Ok((count, room))
 }
 
-async fn delete_all_pods(pods: &Api<Pod>) -> anyhow::Result<()> {
-    let names: Vec<String> = pods
-        .list_metadata(&ListParams::default())
-        .await?
-        .items
-        .into_iter()
-        .filter_map(|p| p.metadata.name)
-        .collect();
-    stream::iter(names)
-        .map(|name| async move {
-            // The mutating webhook stamped lifeguard's disposal finalizer; no controller
-            // owns these pods, so take it off here.
-            pods.patch(
-                &name,
-                &PatchParams::default(),
-                &Patch::Merge(json!({"metadata": {"finalizers": null}})),
-            )
-            .await?;
-            match pods
-                .delete(&name, &DeleteParams::default().grace_period(0))
-                .await
-            {
-                Ok(_) => anyhow::Ok(()),
-                Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-                Err(e) => Err(e.into()),
-            }
-        })
-        .buffer_unordered(16)
-        .try_collect::<Vec<()>>()
-        .await?;
-    poll_until("baseline pods gone", PHASE_TIMEOUT, || async {
-        let left = pods
-            .list_metadata(&ListParams::default())
-            .await?
-            .items
-            .len();
-        if left > 0 {
-            anyhow::bail!("{left} pods left");
-        }
-        Ok(Some(()))
-    })
-    .await
-}
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
@@ -250,7 +212,8 @@ async fn main() -> anyhow::Result<()> {
     let namespaces: Api<Namespace> = Api::all(client.clone());
     // The label lets the test-all smoke (cluster/hollow-smoke) clean up after a failed run.
     let namespace: Namespace = serde_json::from_value(
-        json!({"metadata": {"name": ns, "labels": {"lifeguard.dev/bench": "mass-start"}}}),
+        json!({"metadata": {"name": ns, "labels": {"lifeguard.dev/bench": "mass-start",
+                                               mass_drain::NAMESPACE_LABEL: ns}}}),
     )?;
     namespaces
         .create(&PostParams::default(), &namespace)
@@ -315,7 +278,7 @@ async fn run_both(
         direct.rate(n),
         direct.all_running
     );
-    delete_all_pods(pods).await?;
+    let deleted = mass_drain::delete_directly(pods, concurrency).await?;
 
     // lifeguard: N Workspaces; the controller creates their pods.
     let rss_before = status_mib(pid, "VmRSS")?;
@@ -366,6 +329,16 @@ async fn run_both(
     println!(
         "controller RSS: {rss_before:.1} MiB before, peak {peak:.1} MiB during the start (sampled every 250 ms), peak since it started (VmHWM) {:.1} MiB",
         status_mib(pid, "VmHWM")?
+    );
+
+    let drain = mass_drain::drain_by_window(client, ns, n).await?;
+    println!(
+        "mass drain: {n} pods deleted directly, all gone after {deleted:.1?}; a drain window: Drained after {:.1?}, all pods gone after {:.1?}, {} Stopped",
+        drain.drained, drain.pods_gone, drain.stopped
+    );
+    println!(
+        "ratio (direct / lifeguard): time until all pods gone {:.2} (target >= 0.8)",
+        deleted.as_secs_f64() / drain.pods_gone.as_secs_f64()
     );
     Ok(())
 }

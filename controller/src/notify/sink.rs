@@ -116,7 +116,8 @@ fn jitter() -> f64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or_default();
-    f64::from(nanos % 1000) / 1000.0
+    // Microsecond digits: clocks with a coarser nanosecond part still vary there.
+    f64::from(nanos % 1_000_000) / 1_000_000.0
 }
 
 async fn warn_on_window(events: Option<&Events>, window: &str, reason: &str, note: String) {

@@ -14,6 +14,24 @@ fn occ(start: &str, end: &str) -> OccurrenceStatus {
     }
 }
 
+/// (what, before, after, now, want: (kind, id, summary contains))
+type TransitionCase<'a> = (
+    &'a str,
+    Option<&'a OccurrenceStatus>,
+    Option<&'a OccurrenceStatus>,
+    Timestamp,
+    Vec<(Kind, &'a str, &'a str)>,
+);
+
+/// (what, workspace, Event reason, desired, want: (kind, id))
+type NoticeCase<'a> = (
+    &'a str,
+    Workspace,
+    &'a str,
+    Option<&'a MaintenanceNotice>,
+    Option<(Kind, &'a str)>,
+);
+
 #[test]
 fn window_transitions_send_start_and_end_once_per_occurrence() {
     let first = occ("2026-12-01T22:00:00Z", "2026-12-01T23:00:00Z");
@@ -22,13 +40,7 @@ fn window_transitions_send_start_and_end_once_per_occurrence() {
     let during = t("2026-12-01T22:00:01Z");
     let after = t("2026-12-01T23:00:00Z");
     // (what, before, after, now, want: (kind, id, summary contains))
-    let cases: Vec<(
-        &str,
-        Option<&OccurrenceStatus>,
-        Option<&OccurrenceStatus>,
-        Timestamp,
-        Vec<(Kind, &str, &str)>,
-    )> = vec![
+    let cases: Vec<TransitionCase> = vec![
         ("nothing active", None, None, during, vec![]),
         (
             "an occurrence opens",
@@ -160,13 +172,7 @@ fn notice_changes_send_a_notice_or_its_withdrawal_and_nothing_else() {
         .expect("workspace")
     };
     // (what, workspace, Event reason, desired, want: (kind, id))
-    let cases: Vec<(
-        &str,
-        Workspace,
-        &str,
-        Option<&MaintenanceNotice>,
-        Option<(Kind, &str)>,
-    )> = vec![
+    let cases: Vec<NoticeCase> = vec![
         (
             "told",
             carrying(None),

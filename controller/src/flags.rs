@@ -125,6 +125,38 @@ pub struct Config {
     /// drain (within its maxHold).
     #[arg(long, env = "LIFEGUARD_PROMETHEUS_URL")]
     pub prometheus_url: Option<String>,
+    /// Where notifications go (`http://` or `https://` with the system's CA roots): a JSON
+    /// document per window start and end, notice and drain stop (docs/operations.md,
+    /// "Notifications"). Off by default.
+    #[arg(long, env = "LIFEGUARD_NOTIFY_URL")]
+    pub notify_url: Option<String>,
+    /// The body posted: the document (`json`) or an Alertmanager `/api/v2/alerts` array.
+    #[arg(
+        long,
+        env = "LIFEGUARD_NOTIFY_FORMAT",
+        value_enum,
+        default_value = "json"
+    )]
+    pub notify_format: crate::notify::settings::Format,
+    /// A file holding a bearer token sent with each notification (a mounted Secret's key);
+    /// read before each attempt, never logged.
+    #[arg(long, env = "LIFEGUARD_NOTIFY_TOKEN_FILE")]
+    pub notify_token_file: Option<std::path::PathBuf>,
+    /// The deadline of one notification attempt, connection and answer included (at most 1m).
+    #[arg(long, env = "LIFEGUARD_NOTIFY_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
+    pub notify_timeout: SignedDuration,
+    /// Notifications waiting to be sent, at most; more are dropped and counted.
+    #[arg(long, env = "LIFEGUARD_NOTIFY_QUEUE", default_value_t = 1000)]
+    pub notify_queue: usize,
+    /// The longest wait between two attempts while the receiver fails (from 1s, doubling).
+    #[arg(long, env = "LIFEGUARD_NOTIFY_BACKOFF_MAX", default_value = "1m", value_parser = parse_duration)]
+    pub notify_backoff_max: SignedDuration,
+    /// A notification not delivered this long after it was queued is dropped and counted.
+    #[arg(long, env = "LIFEGUARD_NOTIFY_GIVE_UP_AFTER", default_value = "30m", value_parser = parse_duration)]
+    pub notify_give_up_after: SignedDuration,
+    /// A name for this cluster, put into every notification (`cluster`).
+    #[arg(long, env = "LIFEGUARD_NOTIFY_CLUSTER")]
+    pub notify_cluster: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

@@ -11,6 +11,7 @@ pub mod metrics;
 pub mod node_loss;
 pub mod nodes;
 pub mod notice;
+pub mod notify;
 pub mod podspec;
 pub mod rejection;
 pub mod status;
@@ -57,6 +58,8 @@ pub struct Context {
     >,
     /// What drain gates ask (`--prometheus-url`), if configured.
     pub prometheus: Option<window::prometheus::Prometheus>,
+    /// Notifications outside the cluster (`--notify-url`); only enqueues, never waits.
+    pub notify: notify::Notifier,
 }
 
 impl Context {

@@ -79,6 +79,18 @@ async fn count_phases(client: Client, metrics: Metrics) {
     }
 }
 
+/// On a clean stop the reconcilers are done and every notifier with them, so the delivery
+/// task ends once the queue is empty: it gets a few seconds for that. A replica that lost
+/// the Lease sends nothing more (another one leads).
+async fn flush_notifications(mut task: tokio::task::JoinHandle<()>, clean: bool) {
+    const FLUSH: Duration = Duration::from_secs(5);
+    if clean && tokio::time::timeout(FLUSH, &mut task).await.is_ok() {
+        return;
+    }
+    task.abort();
+    tracing::info!("notifications still queued at exit are not sent");
+}
+
 pub async fn run(config: Config) -> anyhow::Result<()> {
     let client = Client::try_default()
         .await
@@ -92,6 +104,11 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         .transpose()
         .map_err(anyhow::Error::msg)
         .context("--prometheus-url")?;
+    let notify_settings = crate::notify::settings::Settings::from_config(&config)
+        .map_err(anyhow::Error::msg)
+        .context("invalid notification flags")?;
+    let notify_metrics = crate::notify::metrics::NotifyMetrics::register(&metrics.registry())
+        .context("registering notification metrics")?;
     let ready = Arc::new(AtomicBool::new(false));
     lifeguard_runtime::ops::spawn(config.metrics_listen, ops_router(&metrics, ready.clone()))
         .await?;
@@ -159,6 +176,22 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         });
     }
     let (windows, window_changes) = window_watch::watch(client.clone());
+    // Only the leader sends: the delivery task starts here, after the Lease is won, and
+    // ends with this process (a standby never sends).
+    let (notify, notify_task) = match &notify_settings {
+        Some(settings) => {
+            let events = crate::notify::sink::Events {
+                client: client.clone(),
+                reporter: reporter.clone(),
+            };
+            let (notifier, task) =
+                crate::notify::sink::start(settings, notify_metrics, Some(events))
+                    .map_err(anyhow::Error::msg)
+                    .context("--notify-url")?;
+            (notifier, Some(task))
+        }
+        None => (crate::notify::Notifier::disabled(), None),
+    };
     // Bounded: a full queue only means the window already has a wake-up pending (and
     // its poll remains).
     let (stop_ended, stops_ended) = tokio::sync::mpsc::channel(1024);
@@ -172,6 +205,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         nodes_ready,
         stop_ended,
         prometheus,
+        notify,
     });
     // Only the identity of each Workspace is cached: the reconciler reads it fresh, and
     // managedFields alone would be most of a cached object's memory.
@@ -251,6 +285,9 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     };
     sweeper.abort();
     counter.abort();
+    if let Some(task) = notify_task {
+        flush_notifications(task, outcome.is_ok()).await;
+    }
     metrics.leader.set(0);
     leadership.release().await;
     tracing::info!("stopped");

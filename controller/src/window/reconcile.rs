@@ -84,6 +84,17 @@ pub async fn reconcile_window(
         }
         SpecCheck::Valid(valid) => *valid,
     };
+    // Sent before this pass acts, so a start precedes its drain stops; a pass that fails
+    // before its status is stored sends them again next time, with the same ids.
+    let before = mw
+        .status
+        .as_ref()
+        .and_then(|s| s.current_occurrence.as_ref());
+    let after = valid.status.current_occurrence.as_ref();
+    let message = valid.window.message.as_deref();
+    for doc in crate::notify::document::window_transitions(&name, message, before, after, now) {
+        ctx.notify.send(doc);
+    }
     let nodes = node_signal::list(&ctx.client, valid.node_scoped).await?;
     let mut survey = survey(&ctx, &valid, &nodes).await?;
     // A gate that holds leaves the drain no new stop (`hold.rs`).
@@ -94,9 +105,16 @@ pub async fn reconcile_window(
         for (namespace, ws) in &drain.to_stop {
             let api: Api<Workspace> = Api::namespaced(ctx.client.clone(), namespace);
             let patch = json!({"metadata": {"annotations": {DRAINED_BY_ANNOTATION: name}}});
-            api.patch(ws, &PatchParams::default(), &Patch::Merge(&patch))
+            let asked = api
+                .patch(ws, &PatchParams::default(), &Patch::Merge(&patch))
                 .await?;
             tracing::info!(window = %name, workspace = %ws, %namespace, "draining workspace");
+            if let Some(occurrence) = &valid.status.current_occurrence {
+                let message = valid.window.message.as_deref();
+                let doc =
+                    crate::notify::document::drain_stop(&name, message, occurrence, &asked, now);
+                ctx.notify.send(doc);
+            }
         }
     }
     // A `Warn` or `DryRun` window marks no node (and clears marks left from `Enforce`).

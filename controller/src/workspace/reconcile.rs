@@ -189,6 +189,10 @@ async fn reconcile_pass(
                 if let (notice::REASON_SCHEDULED, Some(n)) = (reason, desired) {
                     ctx.metrics.notices.with_label_values(&[&n.window]).inc();
                 }
+                let doc = crate::notify::document::notice_change(ws, reason, desired.as_ref(), now);
+                if let Some(doc) = doc {
+                    ctx.notify.send(doc);
+                }
                 event(ctx, ws, EventType::Normal, reason, note).await;
             }
             return Ok(Pass::Rewritten(Box::new(stored)));

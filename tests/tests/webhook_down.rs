@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Endpoints;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use k8s_openapi::api::core::v1::{Endpoints, Pod};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
     Component, LIFEGUARD_NAMESPACE, poll_until, wait_for, wait_gone, wait_ready_pods,
@@ -53,6 +53,17 @@ async fn deleting_a_workspace_needs_no_webhook_but_creating_one_does() {
                     .iter()
                     .all(|s| s.addresses.as_ref().is_none_or(Vec::is_empty));
                 Ok(none.then_some(()))
+            })
+            .await?;
+            // A replica that is still terminating keeps answering on the connections the
+            // API server already holds to it (a clean-clone run saw a Workspace admitted
+            // that way, after the endpoints were empty): the gate is only down once no
+            // webhook pod is left.
+            let pods: Api<Pod> = Api::namespaced(client.clone(), LIFEGUARD_NAMESPACE);
+            let selector = ListParams::default().labels(&Component::Webhook.selector());
+            poll_until("no webhook pod left", TIMEOUT, || async {
+                let left = pods.list_metadata(&selector).await?.items.len();
+                Ok((left == 0).then_some(()))
             })
             .await?;
             // Deleting: the controller stops the pod, releases its finalizer and then the

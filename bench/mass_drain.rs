@@ -11,9 +11,8 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use lifeguard_api::maintenance::condition::DRAINED;
 use lifeguard_api::{MaintenanceWindow, Workspace, WorkspacePhase};
-use lifeguard_e2e::{poll_until, rfc3339, unique_name};
+use lifeguard_e2e::{poll_until, rfc3339, unique_name, wait_drained};
 use serde_json::json;
 
 use super::PHASE_TIMEOUT;
@@ -100,16 +99,7 @@ pub async fn drain_by_window(client: &Client, ns: &str, n: usize) -> anyhow::Res
     let started = Instant::now();
     windows.create(&PostParams::default(), &window).await?;
     let result = async {
-        let drained = poll_until("window Drained", PHASE_TIMEOUT, || async {
-            let w = windows.get(&name).await?;
-            let done = w.status.is_some_and(|s| {
-                s.conditions
-                    .iter()
-                    .any(|c| c.type_ == DRAINED && c.status == "True")
-            });
-            Ok(done.then(|| started.elapsed()))
-        })
-        .await?;
+        let drained = wait_drained(client, &name, started, PHASE_TIMEOUT).await?;
         let pods_gone = until_no_pods(&pods, started).await?;
         let workspaces: Api<Workspace> = Api::namespaced(client.clone(), ns);
         let stopped = workspaces

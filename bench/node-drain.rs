@@ -15,9 +15,8 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
-use lifeguard_api::maintenance::condition::DRAINED;
 use lifeguard_api::{MaintenanceWindow, Workspace, WorkspacePhase};
-use lifeguard_e2e::{SECOND_NODE, poll_until, rfc3339, unique_name, workspace};
+use lifeguard_e2e::{SECOND_NODE, poll_until, rfc3339, unique_name, wait_drained, workspace};
 use serde_json::{Value, json};
 
 const LABEL: &str = "lifeguard.dev/bench-node-drain";
@@ -139,16 +138,7 @@ async fn drain(client: &Client, ns: &str, budget: Option<u32>) -> anyhow::Result
         serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec}))?;
     let started = Instant::now();
     windows.create(&PostParams::default(), &window).await?;
-    let drained = poll_until("Drained", Duration::from_secs(1800), || async {
-        let w = windows.get(&name).await?;
-        let done = w.status.is_some_and(|s| {
-            s.conditions
-                .iter()
-                .any(|c| c.type_ == DRAINED && c.status == "True")
-        });
-        Ok(done.then(|| started.elapsed()))
-    })
-    .await;
+    let drained = wait_drained(client, &name, started, Duration::from_secs(1800)).await;
     let _ = windows.delete(&name, &DeleteParams::default()).await;
     drained
 }

@@ -34,5 +34,5 @@ pub use quota::{allow_pods, forbid_pods};
 pub use receiver::{NOTIFY_PATH, NOTIFY_RECEIVER, Received, Receiver};
 pub use rejector::{Rejector, sleeping_workspace};
 pub use wait::{DEFAULT_TIMEOUT, poll_every, poll_until, wait_for, wait_gone, wait_phase};
-pub use windows::{close_window, open_window, rfc3339};
+pub use windows::{close_window, open_window, rfc3339, wait_drained};
 pub use workspace::{SLEEP_COMMAND, WorkspaceBuilder, workspace};

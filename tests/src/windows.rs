@@ -4,6 +4,7 @@ use jiff::{SignedDuration, Timestamp};
 use kube::Client;
 use kube::api::{Api, DeleteParams, PostParams};
 use lifeguard_api::maintenance::MaintenanceWindow;
+use lifeguard_api::maintenance::condition::DRAINED;
 use serde_json::{Value, json};
 
 use crate::{NAMESPACE_LABEL, unique_name, wait_window_enforced_for};
@@ -45,4 +46,24 @@ pub async fn open_window(
 pub async fn close_window(client: &Client, name: &str) {
     let windows: Api<MaintenanceWindow> = Api::all(client.clone());
     let _ = windows.delete(name, &DeleteParams::default()).await;
+}
+
+/// Waits until window `name` reports `Drained` True; returns `since.elapsed()` then.
+pub async fn wait_drained(
+    client: &Client,
+    name: &str,
+    since: std::time::Instant,
+    timeout: std::time::Duration,
+) -> anyhow::Result<std::time::Duration> {
+    let windows: Api<MaintenanceWindow> = Api::all(client.clone());
+    crate::poll_until("window Drained", timeout, || async {
+        let w = windows.get(name).await?;
+        let done = w.status.is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == DRAINED && c.status == "True")
+        });
+        Ok(done.then(|| since.elapsed()))
+    })
+    .await
 }

@@ -3,6 +3,7 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
+use crate::receipt::DisposalReceipt;
 use crate::{MaintenanceWindow, Workspace};
 
 /// Every CRD lifeguard installs, with the file name it is committed under.
@@ -10,6 +11,7 @@ pub fn all() -> Vec<(&'static str, CustomResourceDefinition)> {
     vec![
         ("workspaces.yaml", Workspace::crd()),
         ("maintenancewindows.yaml", MaintenanceWindow::crd()),
+        ("disposalreceipts.yaml", DisposalReceipt::crd()),
     ]
 }
 
@@ -50,12 +52,15 @@ mod tests {
         for (_, crd) in all() {
             let version = &crd.spec.versions[0];
             assert!(version.served && version.storage);
-            let sub = version.subresources.as_ref().expect("subresources");
-            assert!(
-                sub.status.is_some(),
-                "{} lacks the status subresource",
-                crd.spec.names.kind
-            );
+            // A receipt is an answer, written once: it has no status to keep apart.
+            if crd.spec.names.kind != "DisposalReceipt" {
+                let sub = version.subresources.as_ref().expect("subresources");
+                assert!(
+                    sub.status.is_some(),
+                    "{} lacks the status subresource",
+                    crd.spec.names.kind
+                );
+            }
             let schema = version
                 .schema
                 .as_ref()

@@ -50,6 +50,24 @@ pub fn result(annotations: Option<&BTreeMap<String, String>>) -> Option<Disposal
     Some(DisposalResult::Failed(why))
 }
 
+/// What the agent said, from its answer on the pod and its receipt (`crate::receipt`),
+/// either of which may be missing. A failure from either stands, so that one "saved" cannot
+/// hide the other's report that the work is lost; the pod's own answer speaks first.
+pub fn heard(
+    on_pod: Option<DisposalResult>,
+    receipt: Option<DisposalResult>,
+) -> Option<DisposalResult> {
+    match (on_pod, receipt) {
+        (Some(DisposalResult::Failed(why)), _) | (_, Some(DisposalResult::Failed(why))) => {
+            Some(DisposalResult::Failed(why))
+        }
+        (Some(DisposalResult::Saved), _) | (_, Some(DisposalResult::Saved)) => {
+            Some(DisposalResult::Saved)
+        }
+        (None, None) => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,6 +111,26 @@ mod tests {
             assert_eq!(result(Some(&annotations(&pairs))), want, "{pairs:?}");
         }
         assert_eq!(result(None), None);
+    }
+
+    #[test]
+    fn a_failure_from_either_answer_stands() {
+        let saved = || Some(DisposalResult::Saved);
+        let failed = |w: &str| Some(DisposalResult::Failed(w.into()));
+        let cases = [
+            (None, None, None),
+            (saved(), None, saved()),
+            (None, saved(), saved()),
+            (saved(), saved(), saved()),
+            (failed("disk"), saved(), failed("disk")),
+            (saved(), failed("quota"), failed("quota")),
+            (failed("disk"), failed("quota"), failed("disk")),
+            (None, failed("quota"), failed("quota")),
+        ];
+        for (on_pod, receipt, want) in cases {
+            let what = format!("{on_pod:?} + {receipt:?}");
+            assert_eq!(heard(on_pod, receipt), want, "{what}");
+        }
     }
 
     #[test]

@@ -91,6 +91,11 @@ pub fn pod_name(workspace: &str) -> String {
     format!("ws-{workspace}")
 }
 
+/// The Workspace whose pod this is, by [`pod_name`]'s rule; `None` for any other pod.
+pub fn workspace_of_pod(pod: &str) -> Option<&str> {
+    pod.strip_prefix("ws-").filter(|w| !w.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,6 +112,16 @@ mod tests {
                     && bytes[0].is_ascii_alphanumeric()
                     && bytes[bytes.len() - 1].is_ascii_alphanumeric()
             })
+    }
+
+    #[test]
+    fn workspace_of_pod_undoes_pod_name() {
+        for workspace in ["alice", "ws-bob", "a"] {
+            assert_eq!(workspace_of_pod(&pod_name(workspace)), Some(workspace));
+        }
+        for other in ["alice", "ws-", "w-alice"] {
+            assert_eq!(workspace_of_pod(other), None, "{other}");
+        }
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! soon as its containers have stopped. With it (the Workspace's `spec.confirmDisposal`,
 //! or the controller's `--confirm-disposal` default, recorded on the pod when it is
 //! created as `lifeguard.dev/disposal-confirmation: required`), the pod stays until the
-//! node's backup agent answers on the pod with `lifeguard.dev/disposal-result`, or until
+//! node's backup agent answers (on the pod with `lifeguard.dev/disposal-result`, or with a
+//! `DisposalReceipt` named after the pod's UID: `lifeguard_api::receipt`), or until
 //! `--disposal-confirm-timeout` after the pod was asked to stop. The outcome is recorded
 //! first (`DisposalConfirmed` on the Workspace, an Event, and for work that may be lost a
 //! counter), then the pod is released. Until then the workspace stays `Stopping`, so a
@@ -32,22 +33,37 @@ pub fn confirmation_applies(ws: &Workspace, settings: &Settings) -> bool {
         .unwrap_or(settings.confirm_disposal)
 }
 
+/// Whether the outcome of `pod`'s disposal is still to be heard: it waits for a
+/// confirmation, is being deleted, and `ws` has no outcome on record. Only then is its
+/// receipt worth reading.
+pub fn awaiting_answer(ws: &Workspace, pod: &Pod) -> bool {
+    pod.metadata.deletion_timestamp.is_some()
+        && disposal::confirmation_required(pod.metadata.annotations.as_ref())
+        && !outcome_recorded(ws)
+}
+
+/// A workspace stops once: an outcome on record is this pod's.
+fn outcome_recorded(ws: &Workspace) -> bool {
+    ws.status
+        .as_ref()
+        .is_some_and(|s| s.conditions.iter().any(|c| c.type_ == DISPOSAL_CONFIRMED))
+}
+
 /// The next action for a pod of `ws` whose containers have stopped (or that is overdue)
-/// and that still holds our finalizer.
-pub fn release(ws: &Workspace, pod: &Pod, now: Timestamp, settings: &Settings) -> Action {
+/// and that still holds our finalizer. `receipt` is the agent's answer by receipt, if it
+/// gave one that belongs to this pod.
+pub fn release(
+    ws: &Workspace,
+    pod: &Pod,
+    receipt: Option<DisposalResult>,
+    now: Timestamp,
+    settings: &Settings,
+) -> Action {
     let annotations = pod.metadata.annotations.as_ref();
-    if !disposal::confirmation_required(annotations) {
+    if !disposal::confirmation_required(annotations) || outcome_recorded(ws) {
         return Action::ReleasePod;
     }
     let status = ws.status.clone().unwrap_or_default();
-    // A workspace stops once: an outcome on record is this pod's.
-    if status
-        .conditions
-        .iter()
-        .any(|c| c.type_ == DISPOSAL_CONFIRMED)
-    {
-        return Action::ReleasePod;
-    }
     let asked = pod
         .metadata
         .deletion_timestamp
@@ -56,7 +72,7 @@ pub fn release(ws: &Workspace, pod: &Pod, now: Timestamp, settings: &Settings) -
     let deadline = asked
         .checked_add(settings.disposal_confirm_timeout)
         .unwrap_or(asked);
-    let (saved, reason, message) = match disposal::result(annotations) {
+    let (saved, reason, message) = match disposal::heard(disposal::result(annotations), receipt) {
         Some(DisposalResult::Saved) => (
             true,
             REASON_SAVED,

@@ -7,6 +7,8 @@ use lifeguard_api::names::{DISPOSAL_CONFIRMATION_ANNOTATION, DISPOSAL_RESULT_ANN
 use lifeguard_api::workspace::condition::DISPOSAL_CONFIRMED;
 use serde_json::{Value, json};
 
+use lifeguard_api::disposal::DisposalResult;
+
 use super::*;
 use crate::workspace::plan::{Action, Settings};
 
@@ -45,18 +47,32 @@ fn settings() -> Settings {
     }
 }
 
+/// (what, workspace, pod, the receipt's answer, now, want).
+type Case = (
+    &'static str,
+    Workspace,
+    Pod,
+    Option<DisposalResult>,
+    Timestamp,
+    &'static str,
+);
+
 #[test]
 fn release_waits_for_the_agent_or_the_timeout() {
     let recorded = json!([{"type": DISPOSAL_CONFIRMED, "status": "False", "reason": "TimedOut",
                            "message": "", "lastTransitionTime": "2026-12-01T22:10:00Z"}]);
     let during = at("2026-12-01T22:05:00Z");
     let after = at("2026-12-01T22:10:00Z");
-    // (what, workspace, pod, now, want: "release", "wait", or the recorded (status, reason))
-    let cases: Vec<(&str, Workspace, Pod, Timestamp, &str)> = vec![
+    let saved = || Some(DisposalResult::Saved);
+    let failed = || Some(DisposalResult::Failed("quota exceeded".into()));
+    // (what, workspace, pod, receipt, now, want: "release", "wait", or the recorded
+    // (status, reason))
+    let cases: Vec<Case> = vec![
         (
             "no handshake",
             ws(None, json!([])),
             pod(false, None),
+            None,
             during,
             "release",
         ),
@@ -64,6 +80,7 @@ fn release_waits_for_the_agent_or_the_timeout() {
             "waiting for the agent",
             ws(None, json!([])),
             pod(true, None),
+            None,
             during,
             "wait",
         ),
@@ -71,6 +88,7 @@ fn release_waits_for_the_agent_or_the_timeout() {
             "the agent saved it",
             ws(None, json!([])),
             pod(true, Some("saved")),
+            None,
             during,
             "True/Saved",
         ),
@@ -78,6 +96,31 @@ fn release_waits_for_the_agent_or_the_timeout() {
             "the agent failed",
             ws(None, json!([])),
             pod(true, Some("failed: disk full")),
+            None,
+            during,
+            "False/AgentFailed",
+        ),
+        (
+            "saved by receipt",
+            ws(None, json!([])),
+            pod(true, None),
+            saved(),
+            during,
+            "True/Saved",
+        ),
+        (
+            "failed by receipt",
+            ws(None, json!([])),
+            pod(true, None),
+            failed(),
+            during,
+            "False/AgentFailed",
+        ),
+        (
+            "a receipt's failure outweighs the pod's saved",
+            ws(None, json!([])),
+            pod(true, Some("saved")),
+            failed(),
             during,
             "False/AgentFailed",
         ),
@@ -85,6 +128,7 @@ fn release_waits_for_the_agent_or_the_timeout() {
             "no answer in time",
             ws(None, json!([])),
             pod(true, None),
+            None,
             after,
             "False/TimedOut",
         ),
@@ -92,12 +136,13 @@ fn release_waits_for_the_agent_or_the_timeout() {
             "outcome on record: release",
             ws(None, recorded),
             pod(true, None),
+            None,
             after,
             "release",
         ),
     ];
-    for (what, workspace, p, now, want) in cases {
-        let got = match release(&workspace, &p, now, &settings()) {
+    for (what, workspace, p, receipt, now, want) in cases {
+        let got = match release(&workspace, &p, receipt, now, &settings()) {
             Action::ReleasePod => "release".to_string(),
             Action::WaitUntil(t) => {
                 assert_eq!(
@@ -115,6 +160,13 @@ fn release_waits_for_the_agent_or_the_timeout() {
                     .unwrap_or_else(|| panic!("{what}: no condition"));
                 if c.status == "False" {
                     assert!(c.message.contains("may be lost"), "{what}: {}", c.message);
+                }
+                if what.contains("receipt") && c.status == "False" {
+                    assert!(
+                        c.message.contains("quota exceeded"),
+                        "{what}: {}",
+                        c.message
+                    );
                 }
                 format!("{}/{}", c.status, c.reason)
             }

@@ -1,7 +1,7 @@
 //! Prometheus metrics of the controller, on their own registry.
 
 use prometheus::{
-    HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
 };
 
 #[derive(Clone)]
@@ -28,6 +28,7 @@ pub struct Metrics {
     pub workspaces_notified: IntGaugeVec,
     pub notices: IntCounterVec,
     pub disposals_unconfirmed: IntCounterVec,
+    pub disposal_receipts_ignored: IntCounter,
     pub workspace_starts: HistogramVec,
     pub start_failures: IntCounterVec,
     pub pods_force_deleted: IntCounterVec,
@@ -132,6 +133,10 @@ impl Metrics {
                 "Notices of a coming drain given to workspaces, by window.",
                 &["window"],
             )?,
+            disposal_receipts_ignored: IntCounter::new(
+                "lifeguard_controller_disposal_receipts_ignored_total",
+                "Looks at a DisposalReceipt that was not the waiting pod's (another pod's UID or name, or not owned by the pod): ignored, the pod waits on.",
+            )?,
             disposals_unconfirmed: counter(
                 "lifeguard_controller_disposals_unconfirmed_total",
                 "Workspace pods released without their backup agent confirming the work was saved (the work may be lost), by reason: timed_out or agent_failed.",
@@ -183,6 +188,8 @@ impl Metrics {
         }
         m.registry.register(Box::new(m.workspaces.clone()))?;
         m.registry.register(Box::new(m.leader.clone()))?;
+        m.registry
+            .register(Box::new(m.disposal_receipts_ignored.clone()))?;
         m.registry.register(Box::new(m.workspace_starts.clone()))?;
         m.registry.register(Box::new(m.drain_remaining.clone()))?;
         m.registry.register(Box::new(m.drain_in_flight.clone()))?;

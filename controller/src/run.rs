@@ -16,6 +16,7 @@ use kube::runtime::reflector;
 use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Api, Client};
 use lifeguard_api::names::WORKSPACE_LABEL;
+use lifeguard_api::receipt::DisposalReceipt;
 use lifeguard_api::{MaintenanceWindow, Workspace, WorkspacePhase};
 use lifeguard_runtime::ops::{Readiness, always_live};
 use lifeguard_runtime::pages::Pages;
@@ -239,6 +240,12 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         .owns(
             Api::<PartialObjectMeta<Pod>>::all(client.clone()),
             watcher::Config::default().labels(WORKSPACE_LABEL),
+        )
+        // A backup agent's receipt releases its stopping pod now, not at the timeout.
+        .watches(
+            Api::<PartialObjectMeta<DisposalReceipt>>::all(client.clone()),
+            watcher::Config::default(),
+            |receipt| trigger::workspace_of_receipt(&receipt),
         )
         .reconcile_on(node_triggers)
         .reconcile_all_on(window_changes)

@@ -9,18 +9,22 @@
 //!
 //! Off unless the flag is given, and it only answers for pods labelled
 //! `disposal-standin: "true"`, so a real agent on the same node is never
-//! second-guessed. Its rights come from binding the `lifeguard-disposal-agent` ClusterRole
-//! to the prober's ServiceAccount; without that binding it logs the refusal and keeps
-//! trying.
+//! second-guessed. It answers as `--disposal-standin-answer` says: by `DisposalReceipt`
+//! (the default; rights from binding the `lifeguard-disposal-agent-receipts` ClusterRole,
+//! which cannot write any pod) or on the pod (`lifeguard-disposal-agent`, which can).
+//! Without the binding it logs the refusal and keeps trying.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
+use kube::api::PostParams;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::{Client, ResourceExt};
-use lifeguard_api::disposal;
+use lifeguard_api::disposal::{self, DisposalResult};
 use lifeguard_api::names::DISPOSAL_RESULT_ANNOTATION;
+use lifeguard_api::receipt::{self, DisposalReceipt, ReceiptResult};
 use serde_json::json;
 
 use crate::state::Shared;
@@ -36,15 +40,32 @@ pub enum Answer {
     NotMine,
     /// Its containers still run, the "backup" is not done, or the verdict is unknown.
     Wait,
-    /// Set this as the pod's `lifeguard.dev/disposal-result`.
-    Give(String),
+    /// Answer this.
+    Give(DisposalResult),
 }
 
-/// What the stand-in does about `pod` at `now`, with the node's `verdict`.
-pub fn answer(pod: &Pod, verdict: Verdict, now: Timestamp, save_time: SignedDuration) -> Answer {
+/// How the stand-in answers (`--disposal-standin-answer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AnswerBy {
+    /// Create a `DisposalReceipt`: needs no right to write pods.
+    Receipt,
+    /// Set `lifeguard.dev/disposal-result` on the pod: needs `patch pods`.
+    Annotation,
+}
+
+/// What the stand-in does about `pod` at `now`, with the node's `verdict`; `answered`:
+/// whether it already answered by receipt (a receipt is not on the pod).
+pub fn answer(
+    pod: &Pod,
+    answered: bool,
+    verdict: Verdict,
+    now: Timestamp,
+    save_time: SignedDuration,
+) -> Answer {
     let annotations = pod.metadata.annotations.as_ref();
     let labelled = pod.labels().get(STANDIN_LABEL).is_some_and(|v| v == "true");
     if !labelled
+        || answered
         || !disposal::confirmation_required(annotations)
         || disposal::result(annotations).is_some()
     {
@@ -60,12 +81,11 @@ pub fn answer(pod: &Pod, verdict: Verdict, now: Timestamp, save_time: SignedDura
         return Answer::Wait;
     };
     match verdict {
-        Verdict::Unhealthy => Answer::Give(
-            "failed: the node's prober finds it unhealthy; its workspace disk cannot be trusted"
-                .into(),
-        ),
+        Verdict::Unhealthy => Answer::Give(DisposalResult::Failed(
+            "the node's prober finds it unhealthy; its workspace disk cannot be trusted".into(),
+        )),
         Verdict::Unknown => Answer::Wait,
-        Verdict::Healthy if now >= due => Answer::Give("saved".into()),
+        Verdict::Healthy if now >= due => Answer::Give(DisposalResult::Saved),
         Verdict::Healthy => Answer::Wait,
     }
 }
@@ -95,12 +115,16 @@ pub async fn run(
     node: String,
     shared: std::sync::Arc<Shared>,
     save_time: Duration,
+    by: AnswerBy,
 ) {
     let save_time = SignedDuration::try_from(save_time).unwrap_or(SignedDuration::ZERO);
     let pods: Api<Pod> = Api::all(client.clone());
     let params = ListParams::default()
         .labels(&format!("{STANDIN_LABEL}=true"))
         .fields(&format!("spec.nodeName={node}"));
+    // Pods answered by receipt, by UID; kept only while they are still listed, so it is
+    // bounded by the pods on this node.
+    let mut answered: HashSet<String> = HashSet::new();
     let mut wake = tokio::time::Instant::now();
     loop {
         tokio::time::sleep_until(wake).await;
@@ -112,10 +136,14 @@ pub async fn run(
                 continue;
             }
         };
+        answered.retain(|uid| listed.iter().any(|p| p.metadata.uid.as_ref() == Some(uid)));
         let verdict = shared.verdict();
         let now = Timestamp::now();
         for pod in listed {
-            let Answer::Give(result) = answer(&pod, verdict, now, save_time) else {
+            let uid = pod.metadata.uid.clone().unwrap_or_default();
+            let Answer::Give(result) =
+                answer(&pod, answered.contains(&uid), verdict, now, save_time)
+            else {
                 if let Some(due) = due_at(&pod, save_time).filter(|due| *due > now) {
                     let until = Duration::try_from(due.duration_since(now)).unwrap_or_default();
                     // A little after the due time, so the next look finds it due.
@@ -124,25 +152,58 @@ pub async fn run(
                 }
                 continue;
             };
-            let namespace = pod.namespace().unwrap_or_default();
-            let api: Api<Pod> = Api::namespaced(client.clone(), &namespace);
-            let patch = json!({"metadata": {"annotations": {DISPOSAL_RESULT_ANNOTATION: result}}});
-            match api
-                .patch(
-                    &pod.name_any(),
-                    &PatchParams::default(),
-                    &Patch::Merge(&patch),
-                )
-                .await
-            {
-                Ok(_) => {
-                    tracing::info!(pod = %pod.name_any(), %namespace, %result, "disposal stand-in answered")
+            let sent = match by {
+                AnswerBy::Receipt => give_receipt(&client, &pod, &result).await,
+                AnswerBy::Annotation => give_annotation(&client, &pod, &result).await,
+            };
+            match sent {
+                Ok(()) => {
+                    answered.insert(uid);
+                    tracing::info!(pod = %pod.name_any(), namespace = %pod.namespace().unwrap_or_default(), ?result, ?by, "disposal stand-in answered")
                 }
                 Err(error) => {
-                    tracing::warn!(%error, pod = %pod.name_any(), "disposal stand-in cannot answer")
+                    tracing::warn!(%error, pod = %pod.name_any(), ?by, "disposal stand-in cannot answer")
                 }
             }
         }
+    }
+}
+
+/// The annotation's text for `result`.
+fn annotation_value(result: &DisposalResult) -> String {
+    match result {
+        DisposalResult::Saved => "saved".into(),
+        DisposalResult::Failed(why) => format!("failed: {why}"),
+    }
+}
+
+async fn give_annotation(client: &Client, pod: &Pod, result: &DisposalResult) -> kube::Result<()> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace().unwrap_or_default());
+    let patch = json!({"metadata": {"annotations": {DISPOSAL_RESULT_ANNOTATION: annotation_value(result)}}});
+    api.patch(
+        &pod.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .map(|_| ())
+}
+
+async fn give_receipt(client: &Client, pod: &Pod, result: &DisposalResult) -> kube::Result<()> {
+    let (verdict, reason) = match result {
+        DisposalResult::Saved => (ReceiptResult::Saved, None),
+        DisposalResult::Failed(why) => (ReceiptResult::Failed, Some(why.clone())),
+    };
+    let Some(made) = receipt::for_pod(pod, verdict, reason) else {
+        return Ok(()); // a listed pod always has a name and UID
+    };
+    let api: Api<DisposalReceipt> =
+        Api::namespaced(client.clone(), &pod.namespace().unwrap_or_default());
+    match api.create(&PostParams::default(), &made).await {
+        // Already answered (by an earlier look whose reply was lost): the first stands.
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+        Err(error) => Err(error),
     }
 }
 
@@ -194,7 +255,7 @@ mod tests {
         // ahead) is 22:00:00: the save is done at 22:00:02, counted from the stop.
         let during = "2026-12-01T22:00:01Z".parse().expect("time");
         let after = "2026-12-01T22:00:02Z".parse().expect("time");
-        let saved = Answer::Give("saved".into());
+        let saved = Answer::Give(DisposalResult::Saved);
         let cases = [
             (
                 "not opted in",
@@ -254,8 +315,19 @@ mod tests {
             ),
         ];
         for (what, p, verdict, now, want) in cases {
-            assert_eq!(answer(&p, verdict, now, save), want, "{what}");
+            assert_eq!(answer(&p, false, verdict, now, save), want, "{what}");
         }
+        assert_eq!(
+            answer(
+                &pod(true, true, None, true, false),
+                true,
+                Verdict::Healthy,
+                after,
+                save
+            ),
+            Answer::NotMine,
+            "already answered by receipt"
+        );
         let mut never_ran = pod(true, true, None, true, false);
         if let Some(status) = never_ran.status.as_mut() {
             status.container_statuses = None;
@@ -267,13 +339,30 @@ mod tests {
         );
         let broken = answer(
             &pod(true, true, None, true, false),
+            false,
             Verdict::Unhealthy,
             during,
             save,
         );
         assert!(
-            matches!(&broken, Answer::Give(r) if r.starts_with("failed: ") && r.contains("unhealthy")),
+            matches!(&broken, Answer::Give(DisposalResult::Failed(r)) if r.contains("unhealthy")),
             "an unhealthy node's work is not called saved: {broken:?}"
+        );
+        assert_eq!(
+            annotation_value(&DisposalResult::Failed("disk".into())),
+            "failed: disk"
+        );
+        assert_eq!(
+            disposal::result(Some(
+                &[(
+                    DISPOSAL_RESULT_ANNOTATION.to_string(),
+                    annotation_value(&DisposalResult::Saved)
+                )]
+                .into_iter()
+                .collect()
+            )),
+            Some(DisposalResult::Saved),
+            "the controller reads what the stand-in writes"
         );
     }
 }

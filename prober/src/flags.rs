@@ -103,6 +103,16 @@ pub struct Config {
     /// (`disposal_standin`). Off by default.
     #[arg(long, env = "LIFEGUARD_PROBER_DISPOSAL_STANDIN_SAVE_TIME", value_parser = parse_interval)]
     pub disposal_standin_save_time: Option<Duration>,
+    /// How the stand-in answers: `receipt` (a DisposalReceipt; its ClusterRole
+    /// `lifeguard-disposal-agent-receipts` writes no pod) or `annotation` (on the pod;
+    /// `lifeguard-disposal-agent`, which may patch pods).
+    #[arg(
+        long,
+        env = "LIFEGUARD_PROBER_DISPOSAL_STANDIN_ANSWER",
+        value_enum,
+        default_value = "receipt"
+    )]
+    pub disposal_standin_answer: crate::disposal_standin::AnswerBy,
 }
 
 impl Config {

@@ -93,6 +93,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     if let Some(save_time) = config.disposal_standin_save_time {
         tracing::info!(
             ?save_time,
+            answer_by = ?config.disposal_standin_answer,
             "playing the backup agent for pods labelled disposal-standin=true"
         );
         tokio::spawn(disposal_standin::run(
@@ -100,6 +101,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             config.node_name.clone(),
             shared.clone(),
             save_time,
+            config.disposal_standin_answer,
         ));
     }
     let mut probe = ContainerProbe::new(client, &config.probe_namespace, config.node_name.clone());

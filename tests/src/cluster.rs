@@ -17,7 +17,18 @@ pub const BUSYBOX_IMAGE: &str = "lifeguard.local/busybox:latest";
 
 /// A client for the cluster under test, checked to answer.
 pub async fn client() -> anyhow::Result<Client> {
-    let config = match std::env::var_os("KUBECONFIG") {
+    let config = config().await?;
+    let server = config.cluster_url.clone();
+    let client = Client::try_from(config)?;
+    client.apiserver_version().await.with_context(|| {
+        format!("the API server at {server} does not answer; is the cluster up? (`cluster/lifeguard-cluster status`)")
+    })?;
+    Ok(client)
+}
+
+/// How to reach the cluster under test, as the test's own (admin) identity.
+pub async fn config() -> anyhow::Result<Config> {
+    Ok(match std::env::var_os("KUBECONFIG") {
         Some(_) => Config::infer()
             .await
             .context("KUBECONFIG is set but unusable")?,
@@ -29,13 +40,7 @@ pub async fn client() -> anyhow::Result<Client> {
         None => bail!(
             "no cluster: set KUBECONFIG, or start the local one with `cluster/lifeguard-cluster up`"
         ),
-    };
-    let server = config.cluster_url.clone();
-    let client = Client::try_from(config)?;
-    client.apiserver_version().await.with_context(|| {
-        format!("the API server at {server} does not answer; is the cluster up? (`cluster/lifeguard-cluster status`)")
-    })?;
-    Ok(client)
+    })
 }
 
 /// The name of a Ready node to pin test pods to.

@@ -27,7 +27,7 @@ pub use components::{
     pod_says_it_leads, ready_pods, review_at, review_on, stop_pod, wait_ready_pods,
     wait_window_enforced, wait_window_enforced_for,
 };
-pub use disposal_agent::bind_the_stand_in;
+pub use disposal_agent::{RECEIPTS_ROLE, bind_the_stand_in, receipts_agent};
 pub use local_nodes::{SECOND_NODE, StoppedNode, lifeguard_cluster, wait_settled};
 pub use namespace::{NAMESPACE_LABEL, unique_name, with_namespace};
 pub use quota::{allow_pods, forbid_pods};

@@ -3,7 +3,9 @@
 //! agent (played by the test, as a node's workspace daemon would) answers on the pod; an
 //! agent that never answers is waited out, with a Warning Event, `DisposalConfirmed=False`,
 //! the counter, and `lifeguard maintenance wait --drained` naming the workspace; a
-//! controller killed during the wait loses nothing and leaves nothing stuck.
+//! controller killed during the wait loses nothing and leaves nothing stuck. An agent that
+//! holds only the receipts role (no pod writes) answers with a DisposalReceipt; a receipt
+//! that is not the pod's is ignored and reported, and the receipt goes with its pod.
 
 use std::time::Duration;
 
@@ -13,6 +15,7 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use lifeguard_api::maintenance::MaintenanceWindow;
 use lifeguard_api::names::{DISPOSAL_CONFIRMATION_ANNOTATION, DISPOSAL_RESULT_ANNOTATION};
+use lifeguard_api::receipt::{self, DisposalReceipt, ReceiptResult};
 use lifeguard_api::workspace::condition::DISPOSAL_CONFIRMED;
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
@@ -322,6 +325,85 @@ async fn the_probers_stand_in_agent_saves_a_drained_workspace() {
                 Some(("True".into(), "Saved".into())),
                 "the node is healthy: saved"
             );
+            wait_for(&windows, &window, TIMEOUT, "Drained", drained).await?;
+            anyhow::Ok(())
+        }
+        .await;
+        let _ = windows.delete(&window, &DeleteParams::default()).await;
+        outcome
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_agent_without_pod_rights_answers_by_receipt_and_a_forged_receipt_is_ignored() {
+    with_namespace("disposal-receipt", |client, ns| async move {
+        let agent = lifeguard_e2e::receipts_agent(&client).await?;
+        let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        let receipts: Api<DisposalReceipt> = Api::namespaced(client.clone(), &ns);
+        let agent_pods: Api<Pod> = Api::namespaced(agent.clone(), &ns);
+        let agent_receipts: Api<DisposalReceipt> = Api::namespaced(agent.clone(), &ns);
+        let windows: Api<MaintenanceWindow> = Api::all(client.clone());
+        running(&client, &ns, "rae").await?;
+        let window = drain(&client, &ns).await?;
+        let outcome = async {
+            let pod = stopped_but_kept(&pods, "ws-rae").await?;
+            let uid = pod.metadata.uid.clone().unwrap_or_default();
+            // The agent can read the pod but not write it: its role cannot change an image.
+            agent_pods.get("ws-rae").await?;
+            let refused = agent_pods
+                .patch("ws-rae", &PatchParams::default(), &Patch::Merge(&json!({"metadata": {"annotations": {DISPOSAL_RESULT_ANNOTATION: "saved"}}})))
+                .await;
+            assert!(
+                matches!(&refused, Err(kube::Error::Api(s)) if s.code == 403),
+                "the receipts role patched a pod: {refused:?}"
+            );
+            // A receipt that names another pod releases nothing, and says so.
+            let mut forged = receipt::for_pod(&pod, ReceiptResult::Saved, None)
+                .ok_or_else(|| anyhow::anyhow!("pod without a UID"))?;
+            forged.spec.pod_name = "ws-someone-else".into();
+            agent_receipts.create(&PostParams::default(), &forged).await?;
+            poll_until("a DisposalReceiptIgnored Event", TIMEOUT, || async {
+                let reasons = workspace_event_reasons(&client, &ns, "rae").await?;
+                Ok(reasons.iter().any(|r| r == "DisposalReceiptIgnored").then_some(()))
+            })
+            .await?;
+            assert!(
+                pods.get_opt("ws-rae").await?.is_some(),
+                "a forged receipt released the pod"
+            );
+            assert_eq!(phase(&workspaces.get("rae").await?), Some(WorkspacePhase::Stopping));
+            // Once made, a receipt cannot be taken back or changed by the agent.
+            let deleted = agent_receipts.delete(&uid, &DeleteParams::default()).await;
+            assert!(
+                matches!(&deleted, Err(kube::Error::Api(s)) if s.code == 403),
+                "the receipts role deleted a receipt: {deleted:?}"
+            );
+            receipts.delete(&uid, &DeleteParams::default()).await?;
+            wait_gone(&receipts, &uid, TIMEOUT).await?;
+            // The agent's real answer releases the pod at once, not at the 40 s timeout.
+            let answered = Timestamp::now();
+            let real = receipt::for_pod(&pod, ReceiptResult::Saved, None)
+                .ok_or_else(|| anyhow::anyhow!("pod without a UID"))?;
+            agent_receipts.create(&PostParams::default(), &real).await?;
+            wait_gone(&pods, "ws-rae", TIMEOUT).await?;
+            let waited = Timestamp::now().duration_since(answered);
+            assert!(
+                waited < SignedDuration::from_secs(10),
+                "released {waited:#} after the receipt: the receipt watch did not wake the workspace"
+            );
+            let ws = wait_for(&workspaces, "rae", TIMEOUT, "Stopped", |w| {
+                phase(w) == Some(WorkspacePhase::Stopped)
+            })
+            .await?;
+            assert_eq!(
+                disposal_condition(&ws),
+                Some(("True".into(), "Saved".into())),
+                "the receipt said saved"
+            );
+            // Owned by the pod: the garbage collector removes it with the pod.
+            wait_gone(&receipts, &uid, TIMEOUT).await?;
             wait_for(&windows, &window, TIMEOUT, "Drained", drained).await?;
             anyhow::Ok(())
         }

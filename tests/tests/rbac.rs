@@ -169,8 +169,19 @@ async fn the_controller_manages_workspace_pods_and_only_its_own_lease() {
         // A node-scoped window's signal for upgrade tools: the drained label and the
         // window annotation on the Nodes it selects.
         ("patch", "", "nodes", "", "lifeguard-node-1"),
+        // Backup agents' answers in the disposal handshake: read only.
+        ("get", "lifeguard.dev", "disposalreceipts", "team-a", "u-1"),
+        ("watch", "lifeguard.dev", "disposalreceipts", "", ""),
     ];
     let deny: &[Request] = &[
+        ("create", "lifeguard.dev", "disposalreceipts", "team-a", ""),
+        (
+            "delete",
+            "lifeguard.dev",
+            "disposalreceipts",
+            "team-a",
+            "u-1",
+        ),
         (
             "update",
             "coordination.k8s.io",
@@ -196,9 +207,10 @@ async fn the_prober_writes_nodes_and_throwaway_pods_only() {
         ("delete", "", "pods", "lifeguard-probes", "probe"),
         ("create", "events.k8s.io", "events", "kube-system", ""),
     ];
-    // The disposal stand-in's binding (tests/tests/disposal.rs) may add reading and
-    // patching pods; creating and deleting them elsewhere stays refused either way.
+    // The disposal stand-in's binding (tests/src/disposal_agent.rs) may add reading pods
+    // and creating DisposalReceipts; writing any workspace pod stays refused either way.
     let deny: &[Request] = &[
+        ("patch", "", "pods", "team-a", "ws-alice"),
         ("create", "", "pods", "team-a", ""),
         ("delete", "", "pods", "team-a", "ws-alice"),
         ("create", "", "pods", LIFEGUARD_NAMESPACE, ""),
@@ -208,4 +220,50 @@ async fn the_prober_writes_nodes_and_throwaway_pods_only() {
         ("patch", "lifeguard.dev", "workspaces", "team-a", "alice"),
     ];
     check("lifeguard-prober", allow, deny).await.unwrap();
+}
+
+#[tokio::test]
+async fn the_receipts_agent_role_writes_receipts_only() {
+    let admin = client().await.unwrap();
+    // Binds the role, as a platform team would, to the account the check asks about.
+    lifeguard_e2e::receipts_agent(&admin).await.unwrap();
+    let allow: &[Request] = &[
+        ("get", "", "pods", "team-a", "ws-alice"),
+        ("list", "", "pods", "", ""),
+        ("watch", "", "pods", "", ""),
+        ("create", "lifeguard.dev", "disposalreceipts", "team-a", ""),
+    ];
+    let deny: &[Request] = &[
+        ("patch", "", "pods", "team-a", "ws-alice"),
+        ("update", "", "pods", "team-a", "ws-alice"),
+        ("patch", "", "pods", "kube-system", "kube-proxy"),
+        ("delete", "", "pods", "team-a", "ws-alice"),
+        ("create", "", "pods", "team-a", ""),
+        (
+            "update",
+            "lifeguard.dev",
+            "disposalreceipts",
+            "team-a",
+            "u-1",
+        ),
+        (
+            "patch",
+            "lifeguard.dev",
+            "disposalreceipts",
+            "team-a",
+            "u-1",
+        ),
+        (
+            "delete",
+            "lifeguard.dev",
+            "disposalreceipts",
+            "team-a",
+            "u-1",
+        ),
+        ("get", "", "secrets", "team-a", ""),
+        ("patch", "lifeguard.dev", "workspaces", "team-a", "alice"),
+    ];
+    check("lifeguard-e2e-receipts-agent", allow, deny)
+        .await
+        .unwrap();
 }

@@ -430,6 +430,7 @@ fn a_mount_event_reaches_the_plan() {
     let w = ws(json!({"phase": "Creating", "podStarts": 1}), json!({}));
     let observed = Observed {
         mount_event: Some(("FailedMount".into(), "secret \"creds\" not found".into())),
+        ..Observed::default()
     };
     match plan_observed(
         &w,

@@ -13,7 +13,10 @@ use std::hash::{Hash, Hasher};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::core::PartialObjectMeta;
+use kube::runtime::reflector::ObjectRef;
 use lifeguard_api::Workspace;
+use lifeguard_api::names::workspace_of_pod;
+use lifeguard_api::receipt::DisposalReceipt;
 
 /// A fingerprint of what in `meta` calls for a reconcile, for the metadata cache, which
 /// keeps no more than the name (`run.rs` stores it in the cached object's `generation`).
@@ -35,6 +38,24 @@ pub fn fingerprint(meta: &ObjectMeta) -> i64 {
 /// The predicate for `predicate_filter`: the fingerprint `run.rs` left in `generation`.
 pub fn fingerprint_in_generation(ws: &PartialObjectMeta<Workspace>) -> Option<u64> {
     ws.metadata.generation.map(|g| g as u64)
+}
+
+/// The Workspace a new `DisposalReceipt` answers for, so its stopping pod is released as
+/// soon as the agent answers instead of at the confirmation timeout: the workspace of the
+/// pod that owns it. Whether the receipt is that pod's is for the reconciler to decide
+/// (`lifeguard_api::receipt::read`); this only wakes it.
+pub fn workspace_of_receipt(
+    receipt: &PartialObjectMeta<DisposalReceipt>,
+) -> Option<ObjectRef<PartialObjectMeta<Workspace>>> {
+    let namespace = receipt.metadata.namespace.as_deref()?;
+    let pod = receipt
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.kind == "Pod" && o.api_version == "v1")?;
+    let workspace = workspace_of_pod(&pod.name)?;
+    Some(ObjectRef::new(workspace).within(namespace))
 }
 
 #[cfg(test)]

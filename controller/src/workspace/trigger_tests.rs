@@ -81,3 +81,40 @@ fn the_predicate_reads_the_fingerprint_back() {
     cached.metadata.generation = Some(f);
     assert_eq!(fingerprint_in_generation(&cached), Some(f as u64));
 }
+
+#[test]
+fn a_receipt_wakes_the_workspace_of_the_pod_that_owns_it() {
+    let receipt = |v: serde_json::Value| -> PartialObjectMeta<DisposalReceipt> {
+        serde_json::from_value(
+            json!({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": v}),
+        )
+        .expect("receipt literal")
+    };
+    let owner = |kind: &str, name: &str| json!([{"apiVersion": "v1", "kind": kind, "name": name, "uid": "u"}]);
+    let cases = [
+        (
+            json!({"name": "u", "namespace": "dev", "ownerReferences": owner("Pod", "ws-alice")}),
+            Some("alice"),
+        ),
+        (
+            json!({"name": "u", "namespace": "dev", "ownerReferences": owner("Pod", "alice")}),
+            None,
+        ),
+        (
+            json!({"name": "u", "namespace": "dev", "ownerReferences": owner("ConfigMap", "ws-alice")}),
+            None,
+        ),
+        (json!({"name": "u", "namespace": "dev"}), None),
+        (
+            json!({"name": "u", "ownerReferences": owner("Pod", "ws-alice")}),
+            None,
+        ),
+    ];
+    for (meta, want) in cases {
+        let got = workspace_of_receipt(&receipt(meta.clone()));
+        assert_eq!(got.as_ref().map(|r| r.name.as_str()), want, "{meta}");
+        if let Some(r) = got {
+            assert_eq!(r.namespace.as_deref(), Some("dev"));
+        }
+    }
+}

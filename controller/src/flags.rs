@@ -10,6 +10,7 @@ use lifeguard_runtime::process::parse_duration;
 
 use crate::workspace::namespace_policy::NamespacePolicy;
 use crate::workspace::plan::Settings;
+use crate::workspace::service_account_policy::ServiceAccountPolicy;
 
 #[derive(Debug, Clone, Parser)]
 #[command(
@@ -73,6 +74,11 @@ pub struct Config {
     /// refused (comma-separated).
     #[arg(long, env = "LIFEGUARD_REFUSE_NAMESPACES", value_delimiter = ',')]
     pub refuse_namespace: Vec<String>,
+    /// The only ServiceAccounts a workspace pod may run as (names, comma-separated; `default`
+    /// is the one a pod without `serviceAccountName` gets). Others are refused: the
+    /// Workspace fails with reason ServiceAccountRefused and gets no pod. Unset: any.
+    #[arg(long, env = "LIFEGUARD_ALLOW_SERVICE_ACCOUNTS", value_delimiter = ',')]
+    pub allow_service_account: Vec<String>,
     /// How often pods holding our finalizer are swept for orphans and overdue deletions.
     #[arg(long, env = "LIFEGUARD_SWEEP_INTERVAL", default_value = "1m", value_parser = parse_duration)]
     pub sweep_interval: SignedDuration,
@@ -213,6 +219,7 @@ impl Config {
                 &self.lease_namespace,
                 self.refuse_namespace.iter().cloned(),
             ),
+            service_accounts: ServiceAccountPolicy::new(self.allow_service_account.iter().cloned()),
         })
     }
 }

@@ -3,8 +3,10 @@
 //! Workspace and its pod, asks `plan` and performs the answer.
 
 pub mod namespace_policy;
+pub mod observe;
 pub mod plan;
 pub mod reconcile;
+pub mod service_account_policy;
 pub mod start;
 pub mod start_latency;
 pub mod stuck_terminating;

@@ -1,13 +1,17 @@
 //! A Workspace in kube-system (exempt from admission, so the webhook never validates it)
 //! would get a pod running with that namespace's ServiceAccounts. The installed controller
-//! refuses it: Failed, reason NamespaceRefused, a Warning Event, and never a pod.
+//! refuses it: Failed, reason NamespaceRefused, a Warning Event, and never a pod. With
+//! `--allow-service-account=default` (the local overlay), a Workspace whose pod would run as
+//! another ServiceAccount of its namespace is refused the same way (ServiceAccountRefused).
 
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use lifeguard_api::{Workspace, WorkspacePhase};
-use lifeguard_e2e::{client, unique_name, wait_phase, workspace, workspace_event_reasons};
+use lifeguard_e2e::{
+    client, unique_name, wait_phase, with_namespace, workspace, workspace_event_reasons,
+};
 use serde_json::json;
 
 #[tokio::test]
@@ -59,4 +63,54 @@ async fn a_workspace_in_kube_system_is_refused_and_gets_no_pod() -> anyhow::Resu
         .await;
     let _ = workspaces.delete(&name, &DeleteParams::default()).await;
     outcome
+}
+
+#[tokio::test]
+async fn a_workspace_pod_may_not_run_as_another_service_account() {
+    with_namespace("refused-account", |client, ns| async move {
+        let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        let deployer = workspace("deployer")
+            .pod_spec(json!({"serviceAccountName": "deployer"}))
+            .build()?;
+        workspaces.create(&PostParams::default(), &deployer).await?;
+        let plain = workspace("plain").build()?;
+        workspaces.create(&PostParams::default(), &plain).await?;
+        let failed = wait_phase(
+            &workspaces,
+            "deployer",
+            WorkspacePhase::Failed,
+            Duration::from_secs(60),
+        )
+        .await?;
+        let condition = failed
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Failed"))
+            .ok_or_else(|| anyhow::anyhow!("no Failed condition: {failed:?}"))?;
+        anyhow::ensure!(
+            condition.reason == "ServiceAccountRefused"
+                && condition.message.contains("\"deployer\""),
+            "{condition:?}"
+        );
+        anyhow::ensure!(
+            pods.get_opt("ws-deployer").await?.is_none(),
+            "a pod was created to run as the refused account"
+        );
+        let reasons = workspace_event_reasons(&client, &ns, "deployer").await?;
+        anyhow::ensure!(
+            reasons.iter().any(|r| r == "ServiceAccountRefused"),
+            "no ServiceAccountRefused Event: {reasons:?}"
+        );
+        // The namespace's default account is allowed: the other workspace runs.
+        wait_phase(
+            &workspaces,
+            "plain",
+            WorkspacePhase::Running,
+            Duration::from_secs(90),
+        )
+        .await?;
+        Ok(())
+    })
+    .await;
 }

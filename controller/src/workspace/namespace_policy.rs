@@ -54,13 +54,19 @@ impl NamespacePolicy {
     }
 }
 
-/// The status of a refused Workspace: `Failed`, with the reason in the `Failed` condition.
-pub fn refused_status(ws: &Workspace, message: &str, now: Timestamp) -> WorkspaceStatus {
+/// The status of a refused Workspace: `Failed`, with `reason` and `message` in the
+/// `Failed` condition.
+pub fn refused_status(
+    ws: &Workspace,
+    reason: &str,
+    message: &str,
+    now: Timestamp,
+) -> WorkspaceStatus {
     let mut next = ws.status.clone().unwrap_or_default();
     next.phase = Some(WorkspacePhase::Failed);
     set_failed(
         &mut next.conditions,
-        REASON_NAMESPACE_REFUSED,
+        reason,
         message,
         ws.metadata.generation,
         now,

@@ -17,7 +17,12 @@ use crate::rejection::{Rejection, rejected_after_running, rejection};
 use crate::status::{
     condition_is_true, from_pod, set_condition, set_failed, set_not_ready_because,
 };
-use crate::workspace::namespace_policy::{NamespacePolicy, refused_status};
+use crate::workspace::namespace_policy::{
+    NamespacePolicy, REASON_NAMESPACE_REFUSED, refused_status,
+};
+use crate::workspace::service_account_policy::{
+    REASON_SERVICE_ACCOUNT_REFUSED, ServiceAccountPolicy,
+};
 use crate::workspace::start::{self, StartStep};
 use crate::workspace::stuck_terminating;
 
@@ -50,6 +55,8 @@ pub struct Settings {
     pub create_backoff_max: SignedDuration,
     /// Namespaces whose Workspaces never get a pod (`namespace_policy`).
     pub namespaces: NamespacePolicy,
+    /// The ServiceAccounts workspace pods may run as (`service_account_policy`).
+    pub service_accounts: ServiceAccountPolicy,
     /// How long a pod may take to be Ready when its Workspace's `spec.startTimeout` does
     /// not say (`start`).
     pub start_timeout: SignedDuration,
@@ -73,6 +80,7 @@ impl Default for Settings {
             create_backoff: SignedDuration::from_secs(5),
             create_backoff_max: SignedDuration::from_secs(120),
             namespaces: NamespacePolicy::default(),
+            service_accounts: ServiceAccountPolicy::default(),
             start_timeout: SignedDuration::from_mins(10),
             stuck_terminating_after: SignedDuration::from_mins(1),
         }
@@ -148,6 +156,9 @@ pub struct Observed {
     /// (reason, message) of the pod's latest FailedMount or FailedAttachVolume Event, read
     /// only while the kubelet is still creating its containers.
     pub mount_event: Option<(String, String)>,
+    /// The backup agent's answer by `DisposalReceipt`, read only while the pod's disposal
+    /// waits for one (`crate::disposal::awaiting_answer`), and only if it is this pod's.
+    pub receipt: Option<lifeguard_api::disposal::DisposalResult>,
 }
 
 pub fn plan(ws: &Workspace, pod: Option<&Pod>, now: Timestamp, settings: &Settings) -> Action {
@@ -174,12 +185,20 @@ pub fn plan_observed(
         None => plan_without_pod(ws, now, settings),
     };
     // One gate before every pod creation, first starts and replacements alike.
-    if let Action::CreatePod { .. } = action
-        && let Some(message) = settings
+    if let Action::CreatePod { .. } = action {
+        let refused = settings
             .namespaces
             .refusal(&ws.namespace().unwrap_or_default())
-    {
-        return Action::Refuse(Box::new(refused_status(ws, &message, now)));
+            .map(|m| (REASON_NAMESPACE_REFUSED, m))
+            .or_else(|| {
+                settings
+                    .service_accounts
+                    .refusal(ws)
+                    .map(|m| (REASON_SERVICE_ACCOUNT_REFUSED, m))
+            });
+        if let Some((reason, message)) = refused {
+            return Action::Refuse(Box::new(refused_status(ws, reason, &message, now)));
+        }
     }
     action
 }
@@ -599,7 +618,7 @@ fn plan_with_pod(
         }
         if ours {
             if disposal_done(pod, now, settings) {
-                return crate::disposal::release(ws, pod, now, settings);
+                return crate::disposal::release(ws, pod, observed.receipt.clone(), now, settings);
             }
             if let Some(deleted) = &pod.metadata.deletion_timestamp {
                 return Action::WaitUntil(

@@ -27,10 +27,10 @@ use crate::notice;
 use crate::podspec;
 use crate::status::clear_create_refusal;
 use crate::workspace::plan::{
-    Action, CreateRefusal, Observed, REJECTED_AFTER_RUNNING, create_retry_at, plan_observed,
+    Action, CreateRefusal, REJECTED_AFTER_RUNNING, create_retry_at, plan_observed,
     record_create_refusal,
 };
-use crate::workspace::start_latency;
+use crate::workspace::{observe, start_latency};
 use crate::{Context, Error, FIELD_MANAGER};
 
 /// How soon to look again after a write: the watch event usually comes first.
@@ -74,11 +74,16 @@ fn action_name(action: &Action) -> &'static str {
 
 /// The message of the `Failed` condition, which is what a failing workspace's Event says.
 fn failed_message(status: &lifeguard_api::WorkspaceStatus) -> String {
+    failed_condition(status).1
+}
+
+/// The reason and message of `status`'s `Failed` condition.
+fn failed_condition(status: &lifeguard_api::WorkspaceStatus) -> (String, String) {
     status
         .conditions
         .iter()
         .find(|c| c.type_ == lifeguard_api::workspace::condition::FAILED)
-        .map(|c| c.message.clone())
+        .map(|c| (c.reason.clone(), c.message.clone()))
         .unwrap_or_default()
 }
 
@@ -310,7 +315,7 @@ async fn reconcile_plan(
 ) -> Result<Pass, Error> {
     let name = ws.name_any();
     let namespace = ws.namespace().unwrap_or_default();
-    let observed = observe(ctx, ws, pod, now).await?;
+    let observed = observe::observe(ctx, ws, pod, now).await?;
     let action = plan_observed(ws, pod, &observed, now, &ctx.settings);
     ctx.metrics
         .reconciles
@@ -382,14 +387,8 @@ async fn reconcile_plan(
         }
         Action::Refuse(status) => {
             write_status(ctx, workspaces, ws, pod, &status).await?;
-            event(
-                ctx,
-                ws,
-                EventType::Warning,
-                crate::workspace::namespace_policy::REASON_NAMESPACE_REFUSED,
-                failed_message(&status),
-            )
-            .await;
+            let (reason, message) = failed_condition(&status);
+            event(ctx, ws, EventType::Warning, &reason, message).await;
         }
         Action::RecordStartFailure {
             status,
@@ -659,63 +658,6 @@ async fn refused(
         .unsigned_abs()
         .max(Duration::from_millis(100));
     Ok(Requeue::requeue(wait))
-}
-
-/// How long a pod may be creating its containers before its mount Events are read: a
-/// volume usually mounts within a few seconds, and the read is one LIST per look.
-const MOUNT_EVENTS_AFTER: jiff::SignedDuration = jiff::SignedDuration::from_secs(10);
-
-/// Reads what `plan` needs besides the Workspace and its pod: the latest mount failure
-/// Event of a pod still creating its containers (`start_blocker`).
-async fn observe(
-    ctx: &Context,
-    ws: &Workspace,
-    pod: Option<&Pod>,
-    now: Timestamp,
-) -> Result<Observed, Error> {
-    let Some(pod) = pod.filter(|p| crate::workspace::plan::controlled_by(p, ws)) else {
-        return Ok(Observed::default());
-    };
-    let status = ws.status.clone().unwrap_or_default();
-    let old_enough = pod
-        .metadata
-        .creation_timestamp
-        .as_ref()
-        .is_some_and(|c| now.duration_since(c.0) >= MOUNT_EVENTS_AFTER);
-    if pod.metadata.deletion_timestamp.is_some()
-        || !old_enough
-        || crate::workspace::start::started(&status, pod)
-        || !lifeguard_api::start_blocker::creating_containers(pod)
-    {
-        return Ok(Observed::default());
-    }
-    let (Some(uid), Some(namespace)) = (pod.metadata.uid.as_deref(), pod.namespace()) else {
-        return Ok(Observed::default());
-    };
-    let events: Api<k8s_openapi::api::core::v1::Event> =
-        Api::namespaced(ctx.client.clone(), &namespace);
-    // A pod's Events are few; the limit bounds a pathological one.
-    let params = kube::api::ListParams::default()
-        .fields(&format!("involvedObject.uid={uid}"))
-        .limit(100);
-    let list = events.list(&params).await?;
-    let latest = list
-        .items
-        .into_iter()
-        .filter(|e| {
-            e.reason
-                .as_deref()
-                .is_some_and(|r| lifeguard_api::start_blocker::MOUNT_EVENT_REASONS.contains(&r))
-        })
-        .max_by_key(|e| {
-            e.last_timestamp
-                .as_ref()
-                .map(|t| t.0)
-                .or(e.event_time.as_ref().map(|t| t.0))
-        });
-    Ok(Observed {
-        mount_event: latest.map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default())),
-    })
 }
 
 pub fn error_policy(

@@ -71,6 +71,13 @@ impl CompiledWindow {
     }
 }
 
+/// Whether a window with `spec` can ever notify a workspace: it drains, gives notice, is
+/// enforced and not suspended. The same conditions `noticed_occurrence` checks, on the
+/// uncompiled spec, so a watcher can tell which window changes may move a notice.
+pub fn may_give_notice(spec: &crate::MaintenanceWindowSpec) -> bool {
+    spec.notice.is_some() && spec.drain && !spec.suspend && spec.enforcement.is_enforce()
+}
+
 /// The notice a workspace with `workspace_labels` in a namespace with `namespace_labels`
 /// carries at `t`: of the covering windows giving notice, the one that opens first (then by
 /// name, so the answer is stable).

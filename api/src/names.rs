@@ -48,6 +48,13 @@ pub const DISPOSAL_CONFIRMATION_ANNOTATION: &str = "lifeguard.dev/disposal-confi
 /// (`lifeguard_api::disposal::DisposalResult`).
 pub const DISPOSAL_RESULT_ANNOTATION: &str = "lifeguard.dev/disposal-result";
 
+/// Set by the controller on a workspace pod in the same write that removes its disposal
+/// finalizer (value: the time, RFC 3339). Besides telling when the pod was let go, it makes
+/// the kubelet look at the pod again: the kubelet passes on pod updates that change
+/// annotations but not those that only change finalizers, and without a look it deletes a
+/// stopped pod's object only at its next periodic status sync (up to 10 s later).
+pub const RELEASED_ANNOTATION: &str = "lifeguard.dev/released";
+
 /// Set by the controller on each Node a node-scoped window selects while it is active:
 /// `"false"` while covered workspace pods are left on the node, `"true"` once none is, so
 /// an upgrade tool can wait for it (`docs/operations.md`, "Upgrade one node pool").

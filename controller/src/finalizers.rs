@@ -7,8 +7,10 @@
 
 use std::fmt::Debug;
 
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
+use lifeguard_api::names::{POD_FINALIZER, RELEASED_ANNOTATION};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
@@ -27,6 +29,26 @@ pub async fn remove<K>(api: &Api<K>, name: &str, finalizer: &str) -> Result<Remo
 where
     K: Resource + Clone + DeserializeOwned + Serialize + Debug,
 {
+    remove_marked(api, name, finalizer, None).await
+}
+
+/// Removes a workspace pod's disposal finalizer and, in the same write, stamps
+/// [`RELEASED_ANNOTATION`] so that the kubelet deletes the stopped pod's object at once
+/// (see the constant for why).
+pub async fn release_pod(api: &Api<Pod>, name: &str) -> Result<Removal, kube::Error> {
+    let now = jiff::Timestamp::now().to_string();
+    remove_marked(api, name, POD_FINALIZER, Some((RELEASED_ANNOTATION, &now))).await
+}
+
+async fn remove_marked<K>(
+    api: &Api<K>,
+    name: &str,
+    finalizer: &str,
+    mark: Option<(&str, &str)>,
+) -> Result<Removal, kube::Error>
+where
+    K: Resource + Clone + DeserializeOwned + Serialize + Debug,
+{
     let mut conflicts = 0;
     loop {
         let Some(object) = api.get_opt(name).await? else {
@@ -37,10 +59,13 @@ where
             return Ok(Removal::NotPresent);
         }
         let kept: Vec<&String> = finalizers.iter().filter(|f| *f != finalizer).collect();
-        let patch = json!({"metadata": {
+        let mut patch = json!({"metadata": {
             "finalizers": kept,
             "resourceVersion": object.resource_version(),
         }});
+        if let Some((key, value)) = mark {
+            patch["metadata"]["annotations"] = json!({key: value});
+        }
         match api
             .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await

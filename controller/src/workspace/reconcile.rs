@@ -14,7 +14,7 @@ use kube::runtime::controller::Action as Requeue;
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
-use lifeguard_api::names::{POD_FINALIZER, WORKSPACE_FINALIZER, pod_name};
+use lifeguard_api::names::{WORKSPACE_FINALIZER, pod_name};
 use lifeguard_api::notice::{MaintenanceNotice, notice_for};
 use lifeguard_api::rejection::RejectionClass;
 use lifeguard_api::window::CompiledWindow;
@@ -467,7 +467,7 @@ async fn reconcile_plan(
             }
         }
         Action::RecordDisposal(status) => {
-            write_status(ctx, workspaces, ws, pod, &status).await?;
+            let stored = write_status(ctx, workspaces, ws, pod, &status).await?;
             let outcome = status
                 .conditions
                 .iter()
@@ -495,9 +495,13 @@ async fn reconcile_plan(
                     event(ctx, ws, EventType::Warning, reason, c.message.clone()).await;
                 }
             }
+            // The release comes next and needs nothing read again: the echo of this write
+            // is filtered out (`trigger`), so waiting for it would cost the 500 ms requeue
+            // on every stop of a drain.
+            return Ok(Pass::Rewritten(Box::new(stored)));
         }
         Action::ReleasePod => {
-            let removal = finalizers::remove(pods, &pod_name(&name), POD_FINALIZER).await?;
+            let removal = finalizers::release_pod(pods, &pod_name(&name)).await?;
             if matches!(removal, Removal::Removed { .. }) {
                 let phase = ws.status.as_ref().and_then(|s| s.phase);
                 let note = format!(

@@ -10,6 +10,12 @@ step() { printf '==> %s\n' "$*"; }
 die() {
   printf 'error: %s\n' "$1" >&2
   if [ -n "${2:-}" ]; then
+    # A Go program that dies (klog's Fatal, a panic) ends its log with every goroutine's
+    # stack, which hides the reason: show the first fatal lines before the tail.
+    if grep -qE '^(F[0-9]{4} |panic: |fatal error: )' "$2" 2>/dev/null; then
+      printf '       the first fatal lines of %s:\n' "$2" >&2
+      grep -m 5 -E '^(F[0-9]{4} |panic: |fatal error: )' "$2" | sed 's/^/       ! /' >&2
+    fi
     printf '       see %s; its last lines:\n' "$2" >&2
     tail -n 20 "$2" 2>/dev/null | sed 's/^/       | /' >&2
   fi

@@ -34,19 +34,45 @@ start_hollow_node() {
   issue_cert "kubelet-client-$name" "/O=system:nodes/CN=system:node:$name" "$LG_CLIENT_EXT"
   mkdir -p "$dir/tmp"
   write_kubeconfig "$dir/kubeconfig" "kubelet-client-$name"
-  # The hollow kubelet makes its root directory with mktemp in $TMPDIR: keep it in the
-  # node's directory so `hollow-nodes down` removes it.
-  start "hollow-$name" env TMPDIR="$dir/tmp" "$LG_KUBEMARK_BIN/kubemark" --morph kubelet \
+  # kubemark 1.20 serves each hollow kubelet's fake container runtime on one fixed path,
+  # /tmp/kubelet_remote.sock: a second hollow node unlinks and re-creates the first's
+  # socket, and the first kubelet, dialling in between, dies ("dial unix
+  # /tmp/kubelet_remote.sock: connect: no such file or directory", which failed a CI run),
+  # or two kubelets end up sharing one fake runtime. So each hollow node runs in its own
+  # mount namespace with its node directory's tmp/ over /tmp; the kubelet's mktemp root
+  # directory lands there too, so `hollow-nodes down` removes it. unshare and sh exec, so
+  # the recorded pid is the kubelet's.
+  start "hollow-$name" unshare --mount --propagation private -- \
+    sh -c 'mount --bind "$1" /tmp && shift && exec "$@"' hollow-tmp "$dir/tmp" \
+    "$LG_KUBEMARK_BIN/kubemark" --morph kubelet \
     --name "$name" --kubeconfig "$dir/kubeconfig" \
     --kubelet-port "$((LG_HOLLOW_PORT_BASE + index))" --kubelet-read-only-port 0 \
     --max-pods "$max_pods" \
     --node-labels "$LG_HOLLOW_LABEL=true" --register-with-taints "$LG_HOLLOW_LABEL=true:NoSchedule"
 }
 
+# Every kubelet (real or hollow) opens several inotify instances (cAdvisor, its config and plugin watchers)
+# and dies with klog's Fatal when it cannot: the kernel's default of 128 instances per
+# user, shared with everything else root runs on the machine, lasts for a few hollow nodes
+# only (a CI run lost its smoke stage to it). kubemark's own hollow-node pods raise the
+# same limit in an init container. Only raised, never lowered.
+raise_inotify_limits() {
+  local key want have
+  for key in fs.inotify.max_user_instances:8192 fs.inotify.max_user_watches:1048576; do
+    want=${key#*:} key=${key%%:*}
+    have=$(sysctl -n "$key" 2>/dev/null || echo 0)
+    if [ "$have" -lt "$want" ]; then
+      sysctl -qw "$key=$want" >/dev/null 2>&1 ||
+        say "warning: could not raise $key from $have to $want; hollow kubelets may die with 'too many open files'"
+    fi
+  done
+}
+
 hollow_nodes_up() {
   local count=$1 max_pods=$2 n i
   running kube-apiserver || die "the cluster is not running (cluster/lifeguard-cluster up first)"
   "$here/build-kubemark.sh"
+  raise_inotify_limits
   # Hollow nodes beyond the new count go.
   for n in $(hollow_names); do
     if [ "${n##*-}" -gt "$count" ]; then remove_hollow_node "$n"; fi

@@ -4,17 +4,12 @@
 //! and the alert rules pass `promtool`. tests/validate-manifests checks the install against
 //! the schemas of Kubernetes 1.25 to 1.37; tests/tests/installed.rs checks what runs.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use anyhow::{Context as _, bail, ensure};
-use lifeguard_e2e::LOCAL_KUBECONFIG;
+use lifeguard_e2e::{LOCAL_KUBECONFIG, repo};
 use serde::Deserialize;
 use serde_json::Value;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 fn kubeconfig() -> String {
     std::env::var("KUBECONFIG").unwrap_or_else(|_| LOCAL_KUBECONFIG.to_string())

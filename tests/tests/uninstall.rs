@@ -13,12 +13,11 @@ use kube::api::{Api, ListParams, PostParams};
 use kube::{Client, ResourceExt};
 use lifeguard_api::Workspace;
 use lifeguard_api::names::{NODE_CONDITION, NODE_TAINT_KEY, POD_FINALIZER, WORKSPACE_FINALIZER};
-use lifeguard_e2e::{apply_crds, client, poll_until, unique_name, wait_settled, workspace};
+use lifeguard_e2e::{
+    apply_crds, client, poll_until, repo, repo_script, unique_name, wait_settled,
+    without_cargo_variables, workspace,
+};
 use serde_json::json;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 /// The ```sh block under "### Uninstall" in docs/operations.md.
 fn documented_uninstall() -> anyhow::Result<String> {
@@ -52,7 +51,7 @@ fn run_script(script: &str, env: &[(&str, &str)], path_first: &Path) -> anyhow::
         path_first.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let out = Command::new("bash")
+    let out = without_cargo_variables(&mut Command::new("bash"))
         .args(["-euo", "pipefail", "-c", script])
         .current_dir(repo())
         .env("PATH", path)
@@ -164,9 +163,7 @@ async fn the_documented_uninstall_leaves_nothing_stuck_and_local_up_reinstalls()
     let _ = namespaces.delete(&ns, &Default::default()).await;
 
     // Put lifeguard back for whatever runs next, whatever the outcome above.
-    let reinstall = Command::new(repo().join("local-up"))
-        .current_dir(repo())
-        .output()?;
+    let reinstall = repo_script("local-up").output()?;
     ensure!(
         reinstall.status.success(),
         "./local-up did not reinstall lifeguard:\n{}",

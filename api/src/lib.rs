@@ -12,6 +12,7 @@ pub mod maintenance;
 pub mod names;
 pub mod node_scope;
 pub mod notice;
+pub mod postpone;
 pub mod receipt;
 pub mod rejection;
 pub mod schedule;

@@ -104,6 +104,13 @@ pub struct MaintenanceWindowSpec {
     /// Absent: a hold lasts at most until the occurrence ends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_hold: Option<String>,
+    /// With `drain`: the longest a Workspace's owner may postpone its stop, counted from the
+    /// occurrence's start, for example `30m` (at most 24h, shorter than an occurrence). An
+    /// owner asks with the annotation `lifeguard.dev/postpone-drain: 20m` or `lifeguard
+    /// workspaces postpone NAME --for 20m`; the drain stops the workspace at the start plus
+    /// the lesser of the two. Absent: no workspace is postponed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_postpone: Option<String>,
 }
 
 /// What holds a drain; each gate given holds on its own.
@@ -199,6 +206,10 @@ pub struct MaintenanceWindowStatus {
     /// window's notice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspaces_notified: Option<u32>,
+    /// While draining: covered workspaces whose owner postponed their stop and whose
+    /// postponement has not run out (`spec.maxPostpone`); they count as remaining.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspaces_postponed: Option<u32>,
     /// Occurrences an exclusion skips, from the one in force now up to `nextOccurrence`
     /// (at most 10), each with the exclusion's reason.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -34,6 +34,12 @@ pub const WORKSPACE_LABELS_ANNOTATION: &str = "lifeguard.dev/workspace-labels";
 /// window's name). The workspace is stopped gracefully and not started again.
 pub const DRAINED_BY_ANNOTATION: &str = "lifeguard.dev/drained-by";
 
+/// Set by a Workspace's owner (or `lifeguard workspaces postpone`) to ask a draining window
+/// to stop the workspace later: a duration such as `30m`, counted from the start of the
+/// occurrence, at most `postpone::MAX_REQUEST`. A window postpones only up to its
+/// `spec.maxPostpone`, and not at all without one (`lifeguard_api::postpone`).
+pub const POSTPONE_DRAIN_ANNOTATION: &str = "lifeguard.dev/postpone-drain";
+
 /// Set by the controller on a running workspace pod from a drain window's `notice` until
 /// the occurrence is over (value: the notice as JSON, `lifeguard_api::notice::MaintenanceNotice`:
 /// window, start, end, message). A downward API volume shows it to the IDE in the pod.

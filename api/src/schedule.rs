@@ -182,6 +182,14 @@ impl Schedule {
         }
     }
 
+    /// How long each occurrence lasts.
+    pub fn occurrence_length(&self) -> SignedDuration {
+        match self {
+            Self::OneOff(o) => o.end.duration_since(o.start),
+            Self::Recurring(r) => r.duration(),
+        }
+    }
+
     /// Schedule syntax in use that Kubernetes CronJob does not accept (one-off: none).
     pub fn extensions(&self) -> Vec<Extension> {
         match self {

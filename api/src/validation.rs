@@ -314,6 +314,13 @@ pub fn validate_maintenance_window(spec: &MaintenanceWindowSpec) -> Result<(), V
     errors
         .0
         .extend(crate::hold::compile(spec).err().unwrap_or_default().0);
+    let schedule = spec.schedule().ok();
+    errors.0.extend(
+        crate::postpone::compile_max(spec, schedule.as_ref())
+            .err()
+            .unwrap_or_default()
+            .0,
+    );
     errors.into_result(())
 }
 
@@ -431,7 +438,28 @@ pub fn validate_workspace_object(obj: &Value) -> Result<(), ValidationErrors> {
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    validate_workspace(name, &spec)
+    validate_workspace(name, &spec)?;
+    check_postpone_request(obj)
+}
+
+/// A Workspace object's request to postpone its drain (`names::POSTPONE_DRAIN_ANNOTATION`),
+/// if any: refused when it cannot be read, so the owner learns at once instead of being
+/// drained on time. Checked on every write that sets it, metadata-only ones included.
+pub fn check_postpone_request(obj: &Value) -> Result<(), ValidationErrors> {
+    let annotation = format!(
+        "/metadata/annotations/{}",
+        crate::names::POSTPONE_DRAIN_ANNOTATION.replace('/', "~1")
+    );
+    match obj.pointer(&annotation) {
+        None => Ok(()),
+        Some(Value::String(text)) => crate::postpone::check_request(text)
+            .map(|_| ())
+            .map_err(|e| ValidationErrors::single("metadata.annotations", e)),
+        Some(_) => Err(ValidationErrors::single(
+            "metadata.annotations",
+            "an annotation's value must be a string",
+        )),
+    }
 }
 
 /// For the webhook: a whole MaintenanceWindow object as JSON. `Ok` carries warnings for

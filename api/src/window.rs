@@ -35,6 +35,9 @@ pub struct CompiledWindow {
     pub enforcement: Enforcement,
     /// With `drain`: what holds it (`spec.holdWhile`, `spec.maxHold`).
     pub gates: Option<Gates>,
+    /// With `drain`: the longest an owner may postpone a workspace's stop
+    /// (`spec.maxPostpone`, `crate::postpone`).
+    pub max_postpone: Option<SignedDuration>,
     schedule: Schedule,
     exclusions: Exclusions,
     node_selector: Option<Selector>,
@@ -50,6 +53,7 @@ impl CompiledWindow {
         let exclusions = spec.exclusions()?;
         let notice = spec.notice_period()?;
         let gates = crate::hold::compile(spec)?;
+        let max_postpone = crate::postpone::compile_max(spec, Some(&schedule))?;
         let scope_errors = node_scope::check(spec);
         if !scope_errors.0.is_empty() {
             return Err(scope_errors);
@@ -77,6 +81,7 @@ impl CompiledWindow {
             },
             enforcement: spec.enforcement,
             gates,
+            max_postpone,
             schedule,
             exclusions,
             namespace_selector: selector("spec.namespaceSelector", &spec.namespace_selector)?,

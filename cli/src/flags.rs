@@ -200,6 +200,32 @@ pub enum Workspaces {
         #[arg(short = 'A', long)]
         all_namespaces: bool,
     },
+    /// Ask a draining window to stop a workspace later (annotation
+    /// lifeguard.dev/postpone-drain), counted from the occurrence's start; the window grants
+    /// at most its spec.maxPostpone
+    Postpone(Postpone),
+}
+
+#[derive(Debug, Args)]
+pub struct Postpone {
+    /// The Workspace
+    pub name: String,
+    /// Namespace (default: the kubeconfig context's)
+    #[arg(short, long)]
+    pub namespace: Option<String>,
+    /// How long after the occurrence's start, for example 30m (at most 24h)
+    #[arg(long = "for", value_name = "DURATION", required_unless_present = "cancel",
+          conflicts_with = "cancel", value_parser = parse_postpone)]
+    pub for_: Option<String>,
+    /// Withdraw the request: the drain stops the workspace when it reaches it
+    #[arg(long)]
+    pub cancel: bool,
+}
+
+/// The same rule the webhook applies, so a bad value fails before any request.
+fn parse_postpone(text: &str) -> Result<String, String> {
+    lifeguard_api::postpone::check_request(text)?;
+    Ok(text.trim().to_string())
 }
 
 fn parse_timeout(text: &str) -> Result<Duration, String> {
@@ -245,6 +271,17 @@ mod tests {
                 "never",
             ],
             &["workspaces", "list", "-n", "a", "-A"],
+            &["workspaces", "postpone", "alice"],
+            &["workspaces", "postpone", "alice", "--for", "2d"],
+            &["workspaces", "postpone", "alice", "--for", "soon"],
+            &[
+                "workspaces",
+                "postpone",
+                "alice",
+                "--for",
+                "30m",
+                "--cancel",
+            ],
             &["maintenance", "status", "-o", "xml"],
         ];
         for args in cases {

@@ -21,6 +21,8 @@ pub struct Metrics {
     /// Stops a draining window has in flight (asked, pod not yet gone), by window: what
     /// `maxConcurrentDrains` bounds.
     pub drain_in_flight: IntGaugeVec,
+    /// Covered workspaces whose owner postponed their stop, by window (`spec.maxPostpone`).
+    pub drain_postponed: IntGaugeVec,
     pub would_drain: IntGaugeVec,
     /// 1 while a gate holds a window's drain, by window and gate (`window/hold.rs`).
     pub drain_held: IntGaugeVec,
@@ -99,6 +101,13 @@ impl Metrics {
                 Opts::new(
                     "lifeguard_controller_drain_in_flight",
                     "Workspaces a draining window is stopping now (asked to stop, pod not yet gone), by window.",
+                ),
+                &["window"],
+            )?,
+            drain_postponed: IntGaugeVec::new(
+                Opts::new(
+                    "lifeguard_controller_drain_postponed",
+                    "Covered workspaces a draining window has not stopped yet because their owner postponed the stop (within spec.maxPostpone), by window.",
                 ),
                 &["window"],
             )?,
@@ -193,6 +202,7 @@ impl Metrics {
         m.registry.register(Box::new(m.workspace_starts.clone()))?;
         m.registry.register(Box::new(m.drain_remaining.clone()))?;
         m.registry.register(Box::new(m.drain_in_flight.clone()))?;
+        m.registry.register(Box::new(m.drain_postponed.clone()))?;
         m.registry.register(Box::new(m.would_drain.clone()))?;
         m.registry.register(Box::new(m.drain_held.clone()))?;
         m.registry

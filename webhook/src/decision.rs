@@ -5,11 +5,13 @@ use std::collections::BTreeMap;
 use jiff::Timestamp;
 use lifeguard_api::maintenance::Enforcement;
 use lifeguard_api::names::{
-    GROUP, POD_FINALIZER, RECREATION_ANNOTATION, START_ANNOTATION, WORKSPACE_LABEL,
-    WORKSPACE_LABELS_ANNOTATION,
+    GROUP, POD_FINALIZER, POSTPONE_DRAIN_ANNOTATION, RECREATION_ANNOTATION, START_ANNOTATION,
+    WORKSPACE_LABEL, WORKSPACE_LABELS_ANNOTATION,
 };
 use lifeguard_api::schedule::Occurrence;
-use lifeguard_api::validation::{validate_maintenance_window_object, validate_workspace_object};
+use lifeguard_api::validation::{
+    check_postpone_request, validate_maintenance_window_object, validate_workspace_object,
+};
 use lifeguard_api::window::CompiledWindow;
 use serde_json::{Value, json};
 
@@ -80,6 +82,12 @@ pub fn validate_audited(request: &AdmissionRequest, ctx: &Inputs) -> (Decision, 
     if matches!(subject, Subject::Workspace | Subject::MaintenanceWindow)
         && metadata_only_or_deleting(request)
     {
+        // An owner's postpone request is an annotation: checked when a write changes it.
+        if matches!(subject, Subject::Workspace)
+            && let Some(errors) = changed_postpone_request_refused(request)
+        {
+            return (invalid(format!("invalid Workspace: {errors}")), Vec::new());
+        }
         return (Decision::Allow, Vec::new());
     }
     let decision = match subject {
@@ -112,6 +120,28 @@ pub fn validate_audited(request: &AdmissionRequest, ctx: &Inputs) -> (Decision, 
         _ => Decision::Allow,
     };
     (decision, Vec::new())
+}
+
+/// The errors of a Workspace UPDATE that sets a postpone request it cannot read; `None`
+/// when the request is unchanged (a stored bad one never blocks a finalizer's removal) or
+/// the object is being deleted.
+fn changed_postpone_request_refused(request: &AdmissionRequest) -> Option<String> {
+    let object = request.object.as_ref()?;
+    if object
+        .pointer("/metadata/deletionTimestamp")
+        .is_some_and(|t| !t.is_null())
+    {
+        return None;
+    }
+    let pointer = format!(
+        "/metadata/annotations/{}",
+        POSTPONE_DRAIN_ANNOTATION.replace('/', "~1")
+    );
+    let new = object.pointer(&pointer);
+    if new.is_none() || new == request.old_postpone_request.as_ref() {
+        return None;
+    }
+    check_postpone_request(object).err().map(|e| e.to_string())
 }
 
 /// An UPDATE that leaves the spec as it was (finalizer patches, drain annotations, label

@@ -34,6 +34,7 @@ fn request(kind: &str, object: Value) -> AdmissionRequest {
         object: Some(object),
         username: "someone".into(),
         spec_unchanged: false,
+        old_postpone_request: None,
     }
 }
 

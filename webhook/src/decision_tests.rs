@@ -53,6 +53,7 @@ fn request(group: &str, kind: &str, operation: Operation, object: Value) -> Admi
         object: Some(object),
         username: "controller".into(),
         spec_unchanged: false,
+        old_postpone_request: None,
     }
 }
 

@@ -211,3 +211,84 @@ fn spec_is_compared_byte_for_byte() {
     let request = review::parse(reordered.as_bytes()).expect("a well-formed review");
     assert!(!request.spec_unchanged, "reordered keys count as a change");
 }
+
+#[test]
+fn a_postpone_request_is_checked_whenever_a_write_changes_it() {
+    let meta =
+        |value: Value| json!({"name": "a", "annotations": {"lifeguard.dev/postpone-drain": value}});
+    let plain = json!({"name": "a"});
+    let deleting = json!({"name": "a", "deletionTimestamp": "2026-11-23T20:00:00Z",
+                          "annotations": {"lifeguard.dev/postpone-drain": "someday"}});
+    let cases: Vec<Case> = vec![
+        (
+            "set to a duration",
+            "Workspace",
+            "UPDATE",
+            workspace(valid_spec(), meta(json!("30m"))),
+            Some(workspace(valid_spec(), plain.clone())),
+            true,
+        ),
+        (
+            "set to something that is not a duration",
+            "Workspace",
+            "UPDATE",
+            workspace(valid_spec(), meta(json!("someday"))),
+            Some(workspace(valid_spec(), plain.clone())),
+            false,
+        ),
+        (
+            "changed to over a day",
+            "Workspace",
+            "UPDATE",
+            workspace(valid_spec(), meta(json!("48h"))),
+            Some(workspace(valid_spec(), meta(json!("30m")))),
+            false,
+        ),
+        (
+            "a stored bad request, unchanged, never blocks a finalizer's removal",
+            "Workspace",
+            "UPDATE",
+            workspace(valid_spec(), meta(json!("someday"))),
+            Some(workspace(
+                valid_spec(),
+                json!({"name": "a", "finalizers": ["lifeguard.dev/cleanup"],
+                       "annotations": {"lifeguard.dev/postpone-drain": "someday"}}),
+            )),
+            true,
+        ),
+        (
+            "withdrawn",
+            "Workspace",
+            "UPDATE",
+            workspace(valid_spec(), plain.clone()),
+            Some(workspace(valid_spec(), meta(json!("someday")))),
+            true,
+        ),
+        (
+            "being deleted",
+            "Workspace",
+            "UPDATE",
+            workspace(valid_spec(), deleting),
+            Some(workspace(valid_spec(), plain.clone())),
+            true,
+        ),
+        (
+            "created with a bad one",
+            "Workspace",
+            "CREATE",
+            workspace(valid_spec(), meta(json!("someday"))),
+            None,
+            false,
+        ),
+    ];
+    for (what, kind, operation, object, old, want) in cases {
+        let outcome = decide(&review(kind, operation, object, old));
+        assert_eq!(allowed(&outcome), want, "{what}: {outcome:?}");
+        if !want {
+            assert!(
+                format!("{outcome:?}").contains("lifeguard.dev/postpone-drain"),
+                "{what}: {outcome:?}"
+            );
+        }
+    }
+}

@@ -24,7 +24,7 @@ use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use lifeguard_api::names::GROUP;
+use lifeguard_api::names::{GROUP, POSTPONE_DRAIN_ANNOTATION};
 
 pub const API_VERSION: &str = "admission.k8s.io/v1";
 
@@ -65,6 +65,9 @@ pub struct AdmissionRequest {
     /// equal). The API server encodes both with the same serializer, so an update that only
     /// touched metadata (finalizers, annotations, labels) or status compares equal.
     pub spec_unchanged: bool,
+    /// UPDATE of one of lifeguard's kinds: `oldObject`'s postpone request
+    /// (`names::POSTPONE_DRAIN_ANNOTATION`), so a write that changes it is checked.
+    pub old_postpone_request: Option<Value>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -172,6 +175,13 @@ fn checked(review: WireReview) -> Result<AdmissionRequest, ReviewError> {
             _ => false,
         };
     let wants_spec = request.kind.group == GROUP;
+    let old_postpone_request = request
+        .old_object
+        .as_ref()
+        .filter(|_| wants_spec && operation == Operation::Update)
+        .and_then(|old| old.metadata)
+        .and_then(|m| serde_json::from_str::<OldAnnotations>(m.get()).ok())
+        .and_then(|m| m.annotations?.remove(POSTPONE_DRAIN_ANNOTATION));
     let pod = request.kind.group.is_empty() && request.kind.kind == "Pod";
     let object = request
         .object
@@ -188,7 +198,15 @@ fn checked(review: WireReview) -> Result<AdmissionRequest, ReviewError> {
         object,
         username: request.user_info.map(|u| u.username).unwrap_or_default(),
         spec_unchanged,
+        old_postpone_request,
     })
+}
+
+/// Of `oldObject`'s metadata, only the annotations (other fields are skipped unstored).
+#[derive(Deserialize)]
+struct OldAnnotations {
+    #[serde(default)]
+    annotations: Option<Map<String, Value>>,
 }
 
 /// Names what is wrong with a body the one-pass parse refused, checking in the order a

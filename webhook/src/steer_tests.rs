@@ -93,6 +93,7 @@ fn pod_request(namespace_labels: Value) -> (AdmissionRequest, NamespaceLabels) {
         object: Some(json!({"metadata": {"labels": {WORKSPACE_LABEL: "alice"}}})),
         username: "controller".into(),
         spec_unchanged: false,
+        old_postpone_request: None,
     };
     let labels: BTreeMap<String, String> =
         serde_json::from_value(namespace_labels).expect("labels");

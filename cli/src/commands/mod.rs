@@ -74,6 +74,11 @@ pub async fn run(cli: Cli) -> Result<()> {
             };
             workspaces::list(client, scope.as_deref(), format).await
         }
+        Command::Workspaces(Workspaces::Postpone(postpone)) => {
+            let (client, default_namespace) = connect(cluster).await?;
+            let namespace = postpone.namespace.clone().unwrap_or(default_namespace);
+            workspaces::postpone(client, &namespace, &postpone).await
+        }
     }
 }
 

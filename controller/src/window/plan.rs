@@ -17,7 +17,8 @@ use lifeguard_api::drain::{covered, is_done};
 use lifeguard_api::maintenance::{
     DryRunStatus, OccurrenceStatus, SkippedOccurrenceStatus, condition,
 };
-use lifeguard_api::names::DRAINED_BY_ANNOTATION;
+use lifeguard_api::names::{DRAINED_BY_ANNOTATION, POSTPONE_DRAIN_ANNOTATION};
+use lifeguard_api::postpone::drain_from;
 use lifeguard_api::schedule::Occurrence;
 use lifeguard_api::window::CompiledWindow;
 use lifeguard_api::{MaintenanceWindow, MaintenanceWindowStatus, Workspace};
@@ -38,9 +39,50 @@ pub struct Drain {
     pub in_flight: u32,
     /// Covered workspaces this window stopped that are done.
     pub drained: u32,
+    /// Of the remaining, those not yet asked to stop because their owner postponed the
+    /// stop (`lifeguard_api::postpone`) and the postponement has not run out.
+    pub postponed: u32,
+    /// The first few of those (namespace, name, when their stop starts), for the Event.
+    pub postponed_first: Vec<(String, String, Timestamp)>,
+    /// When the occurrence being drained opened and when this pass runs: a postponement
+    /// counts from the first and is over at the second. `None` (tests of other rules):
+    /// nobody is postponed.
+    pub clock: Option<DrainClock>,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DrainClock {
+    pub occurrence_start: Timestamp,
+    pub now: Timestamp,
+}
+
+/// Postponed workspaces an Event names at most.
+const POSTPONED_NAMED: usize = 10;
+
 impl Drain {
+    /// An empty plan for the occurrence that opened at `occurrence_start`, at `now`.
+    pub fn at(occurrence_start: Timestamp, now: Timestamp) -> Self {
+        Self {
+            clock: Some(DrainClock {
+                occurrence_start,
+                now,
+            }),
+            ..Self::default()
+        }
+    }
+
+    /// When `window` stops `ws` if that is after now: its owner postponed the stop.
+    fn postponed_until(&self, window: &CompiledWindow, ws: &Workspace) -> Option<Timestamp> {
+        let clock = self.clock?;
+        let request = ws.annotations().get(POSTPONE_DRAIN_ANNOTATION);
+        let from = drain_from(
+            clock.occurrence_start,
+            request.map(String::as_str),
+            window.max_postpone,
+        );
+        (from > clock.now).then_some(from)
+    }
+
     /// Folds one page of Workspaces into the plan, so a drain over 10,000 workspaces never
     /// holds them all at once.
     /// With `nodes` (a node-scoped window) only workspaces whose pod is on a selected node
@@ -67,8 +109,16 @@ impl Drain {
             if ours {
                 self.in_flight += 1;
             } else if drained_by.is_none() {
-                self.to_stop
-                    .push((ws.namespace().unwrap_or_default(), ws.name_any()));
+                let key = (ws.namespace().unwrap_or_default(), ws.name_any());
+                match self.postponed_until(window, ws) {
+                    Some(until) => {
+                        self.postponed += 1;
+                        if self.postponed_first.len() < POSTPONED_NAMED {
+                            self.postponed_first.push((key.0, key.1, until));
+                        }
+                    }
+                    None => self.to_stop.push(key),
+                }
             }
         }
     }
@@ -155,6 +205,8 @@ pub struct ValidWindow {
     pub node_scoped: bool,
     /// Whether the status said Drained before this pass (only a new one is announced).
     pub was_drained: bool,
+    /// When this pass runs.
+    pub now: Timestamp,
 }
 
 /// What one pass over the Workspaces found for a window.
@@ -173,7 +225,12 @@ impl Survey {
     /// `nodes` is the tally of the selected nodes when `valid.node_scoped`.
     pub fn for_window(valid: &ValidWindow, nodes: Option<NodeTally>) -> Self {
         Self {
-            drain: valid.draining.then(Drain::default),
+            drain: valid
+                .draining
+                .then(|| match &valid.status.current_occurrence {
+                    Some(o) => Drain::at(o.start.0, valid.now),
+                    None => Drain::default(),
+                }),
             notified: valid.noticing.then_some(0),
             nodes: nodes.filter(|_| valid.node_scoped),
         }
@@ -290,6 +347,7 @@ pub fn check_spec(mw: &MaintenanceWindow, now: Timestamp) -> SpecCheck {
         window,
         status,
         was_drained,
+        now,
     }))
 }
 
@@ -343,6 +401,7 @@ pub fn settle(
             status.workspaces_remaining = None;
             status.workspaces_drained = None;
             status.workspaces_in_flight = None;
+            status.workspaces_postponed = None;
             status.conditions.retain(|c| c.type_ != condition::DRAINED);
             requeue = requeue.min(DRAINING_POLL);
         }
@@ -350,11 +409,18 @@ pub fn settle(
             status.workspaces_remaining = Some(drain.remaining);
             status.workspaces_drained = Some(drain.drained);
             status.workspaces_in_flight = Some(drain.in_flight + drain.to_stop.len() as u32);
+            status.workspaces_postponed = Some(drain.postponed).filter(|n| *n > 0);
             let drained = drain.remaining == 0;
             let message = if drained {
                 "every covered workspace has stopped".to_string()
             } else {
-                format!("{} covered workspaces still running", drain.remaining)
+                match drain.postponed {
+                    0 => format!("{} covered workspaces still running", drain.remaining),
+                    postponed => format!(
+                        "{} covered workspaces still running, {postponed} of them postponed by their owner",
+                        drain.remaining
+                    ),
+                }
             };
             set_condition(
                 &mut status.conditions,
@@ -378,6 +444,7 @@ pub fn settle(
             status.workspaces_remaining = None;
             status.workspaces_drained = None;
             status.workspaces_in_flight = None;
+            status.workspaces_postponed = None;
             status.conditions.retain(|c| c.type_ != condition::DRAINED);
         }
     }
@@ -602,3 +669,7 @@ mod plan_budget_tests;
 #[cfg(test)]
 #[path = "plan_enforcement_tests.rs"]
 mod enforcement_tests;
+
+#[cfg(test)]
+#[path = "plan_postpone_tests.rs"]
+mod plan_postpone_tests;

@@ -117,6 +117,17 @@ pub async fn reconcile_window(
             }
         }
     }
+    if let Some(note) = newly_postponed(&mw, &survey, valid.window.enforces()) {
+        lifeguard_runtime::events::record(
+            &ctx.client,
+            &ctx.reporter,
+            &mw.object_ref(&()),
+            EventType::Normal,
+            "DrainPostponed",
+            note,
+        )
+        .await;
+    }
     // A `Warn` or `DryRun` window marks no node (and clears marks left from `Enforce`).
     let marked = survey.nodes.as_ref().filter(|_| valid.window.enforces());
     let drained_nodes = node_signal::apply(&ctx.client, &name, marked, &nodes).await?;
@@ -158,6 +169,36 @@ pub async fn reconcile_window(
     Ok(Requeue::requeue(settled.requeue))
 }
 
+/// The note of a `DrainPostponed` Event when more workspaces are postponed than the stored
+/// status said: who, and when each is stopped.
+fn newly_postponed(mw: &MaintenanceWindow, survey: &Survey, enforces: bool) -> Option<String> {
+    let drain = survey.drain.as_ref().filter(|_| enforces)?;
+    let before = mw
+        .status
+        .as_ref()
+        .and_then(|s| s.workspaces_postponed)
+        .unwrap_or(0);
+    if drain.postponed <= before {
+        return None;
+    }
+    let named: Vec<String> = drain
+        .postponed_first
+        .iter()
+        .map(|(namespace, name, until)| format!("{namespace}/{name} until {until}"))
+        .collect();
+    let more = drain.postponed as usize - named.len();
+    let tail = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "{} covered workspaces postponed their stop by their owner's request (spec.maxPostpone): {}{tail}",
+        drain.postponed,
+        named.join(", ")
+    ))
+}
+
 /// The drain and notice gauges follow the survey; a tally not taken drops its series.
 /// A `Warn` or `DryRun` window (`enforces` false) reports `would_drain` instead.
 fn record_metrics(metrics: &Metrics, window: &str, enforces: bool, survey: &Survey) {
@@ -178,8 +219,13 @@ fn record_metrics(metrics: &Metrics, window: &str, enforces: bool, survey: &Surv
                 .set(i64::from(drain.remaining));
             let _ = metrics.drain_remaining.remove_label_values(&[window]);
             let _ = metrics.drain_in_flight.remove_label_values(&[window]);
+            let _ = metrics.drain_postponed.remove_label_values(&[window]);
         }
         Some(drain) => {
+            metrics
+                .drain_postponed
+                .with_label_values(&[window])
+                .set(i64::from(drain.postponed));
             let _ = metrics.would_drain.remove_label_values(&[window]);
             metrics
                 .drain_remaining
@@ -193,6 +239,7 @@ fn record_metrics(metrics: &Metrics, window: &str, enforces: bool, survey: &Surv
         None => {
             let _ = metrics.drain_remaining.remove_label_values(&[window]);
             let _ = metrics.drain_in_flight.remove_label_values(&[window]);
+            let _ = metrics.drain_postponed.remove_label_values(&[window]);
             let _ = metrics.would_drain.remove_label_values(&[window]);
         }
     }
@@ -223,6 +270,9 @@ pub fn forget_deleted<T, E1, E2>(metrics: &Metrics, result: &Result<T, Controlle
         .remove_label_values(&[window.name.as_str()]);
     let _ = metrics
         .would_drain
+        .remove_label_values(&[window.name.as_str()]);
+    let _ = metrics
+        .drain_postponed
         .remove_label_values(&[window.name.as_str()]);
     for gate in ["prometheus", "pods"] {
         let _ = metrics

@@ -57,6 +57,9 @@ pub fn progress(window: &MaintenanceWindow) -> String {
         if let Some(in_flight) = status.workspaces_in_flight.filter(|n| *n > 0) {
             counts.push_str(&format!(", {in_flight} in flight"));
         }
+        if let Some(postponed) = status.workspaces_postponed.filter(|n| *n > 0) {
+            counts.push_str(&format!(", {postponed} postponed"));
+        }
         if window.spec.drain_paused {
             counts.push_str(", paused");
         }

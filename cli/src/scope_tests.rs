@@ -28,6 +28,7 @@ fn status_shows_each_node_and_the_progress_line_counts_the_drain() {
         json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z", "drain": true,
                "drainPaused": true, "nodeSelector": {"matchLabels": {"pool": "b"}}}),
         json!({"active": true, "workspacesRemaining": 2, "workspacesDrained": 1, "workspacesInFlight": 1,
+               "workspacesPostponed": 1,
                "nodes": [{"node": "node-2", "workspacesLeft": 2, "drained": false},
                          {"node": "node-3", "workspacesLeft": 0, "drained": true}]}),
     );
@@ -38,7 +39,7 @@ fn status_shows_each_node_and_the_progress_line_counts_the_drain() {
     );
     assert_eq!(
         progress(&w),
-        "drained 1/3, 1 in flight, paused; node-2 2 left, node-3 drained"
+        "drained 1/3, 1 in flight, 1 postponed, paused; node-2 2 left, node-3 drained"
     );
     assert_eq!(node_drained(&w, "node-3"), Some(true));
     assert_eq!(node_drained(&w, "node-2"), Some(false));

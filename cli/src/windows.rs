@@ -41,6 +41,9 @@ pub struct WindowRow {
     pub skipped: Vec<SkippedRow>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workspaces_remaining: Option<u32>,
+    /// Of those, how many their owners postponed (`status.workspacesPostponed`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspaces_postponed: Option<u32>,
     /// While a gate holds the drain, or once maxHold let it go (`status.hold`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hold: Option<HoldRow>,
@@ -99,6 +102,7 @@ pub fn window_row(window: &MaintenanceWindow, now: Timestamp) -> WindowRow {
         would_drain: status.dry_run.as_ref().map(|d| d.would_drain),
         skipped: Vec::new(),
         workspaces_remaining: status.workspaces_remaining,
+        workspaces_postponed: status.workspaces_postponed,
         hold: status.hold.as_ref().map(|h| HoldRow {
             gate: h.gate.clone(),
             since: rfc3339(h.since.0),
@@ -176,6 +180,10 @@ impl Tabular for WindowRow {
         let remaining = match (self.workspaces_remaining, self.drained, &self.hold) {
             (Some(0), true, _) => "0 (drained)".to_string(),
             (Some(n), _, Some(hold)) if !hold.expired => format!("{n} (held: {})", hold.gate),
+            (Some(n), _, _) if self.workspaces_postponed.is_some_and(|p| p > 0) => format!(
+                "{n} ({} postponed)",
+                self.workspaces_postponed.unwrap_or_default()
+            ),
             (n, _, _) => or_dash(n),
         };
         vec![

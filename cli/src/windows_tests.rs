@@ -229,3 +229,15 @@ fn status_says_which_gate_holds_the_drain_and_since_when() {
     let line = expired.hold.as_ref().expect("hold").line(now);
     assert!(line.contains("for maxHold; the drain proceeds"), "{line}");
 }
+
+#[test]
+fn status_counts_the_workspaces_whose_owners_postponed_their_stop() {
+    let now = ts("2026-12-01T22:10:00Z");
+    let spec = json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z",
+        "drain": true, "maxPostpone": "30m"});
+    let status = |postponed: Value| json!({"workspacesRemaining": 3, "workspacesDrained": 1, "workspacesPostponed": postponed});
+    let row = window_row(&window(spec.clone(), status(json!(2))), now);
+    assert_eq!(row.cells()[6], "3 (2 postponed)");
+    let row = window_row(&window(spec, status(Value::Null)), now);
+    assert_eq!(row.cells()[6], "3");
+}

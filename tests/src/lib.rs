@@ -36,5 +36,5 @@ pub use receiver::{NOTIFY_PATH, NOTIFY_RECEIVER, Received, Receiver};
 pub use rejector::{Rejector, sleeping_workspace};
 pub use repo::{repo, repo_script, without_cargo_variables};
 pub use wait::{DEFAULT_TIMEOUT, poll_every, poll_until, wait_for, wait_gone, wait_phase};
-pub use windows::{close_window, open_window, rfc3339, wait_drained};
+pub use windows::{close_window, open_window, rfc3339, wait_drained, window_event_messages};
 pub use workspace::{SLEEP_COMMAND, WorkspaceBuilder, workspace};

@@ -5,17 +5,19 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
-use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::{Client, ResourceExt};
 use lifeguard_api::maintenance::MaintenanceWindow;
-use lifeguard_api::names::DRAINED_BY_ANNOTATION;
-use lifeguard_api::workspace::Workspace;
+use lifeguard_api::names::{DRAINED_BY_ANNOTATION, POSTPONE_DRAIN_ANNOTATION};
+use lifeguard_api::workspace::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
     Component, LOCAL_KUBECONFIG, NAMESPACE_LABEL, apply_crds, close_window, metric_sum,
-    open_window, poll_until, ready_pods, review_at, review_on, rfc3339, unique_name,
-    wait_window_enforced, with_namespace, workspace,
+    open_window, poll_until, ready_pods, review_at, review_on, rfc3339, unique_name, wait_phase,
+    wait_window_enforced, window_event_messages, with_namespace, workspace,
 };
 use serde_json::{Value, json};
+
+const TIMEOUT: Duration = Duration::from_secs(90);
 
 /// The CLI against the local cluster (or `KUBECONFIG`): (exit code, stdout, stderr).
 async fn lifeguard(args: &[&str]) -> anyhow::Result<(Option<i32>, String, String)> {
@@ -444,6 +446,105 @@ async fn a_node_scoped_dry_run_window_steers_no_pod() {
                 .delete("ws-erin", &DeleteParams::default().grace_period(0))
                 .await;
             assert!(affinity.is_none(), "a DryRun window steered: {affinity:?}");
+            Ok(())
+        }
+        .await;
+        close_window(&client, &name).await;
+        outcome
+    })
+    .await;
+}
+
+/// The owner's side of a drain (issue 26 item 5): `ada` asks with `lifeguard workspaces
+/// postpone` to be stopped 90 s after the occurrence's start, within the window's
+/// `maxPostpone` of 2 minutes; `bob` asks nothing. bob is stopped at once, ada is counted
+/// as postponed (the window is not Drained, a `DrainPostponed` Event names her) and is
+/// stopped once her 90 s have run out. A request the webhook cannot read is refused.
+#[tokio::test]
+async fn an_owner_postpones_the_drain_of_a_workspace_within_the_windows_cap() {
+    with_namespace("postpone", |client, ns| async move {
+        apply_crds(&client).await?;
+        let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
+        for name in ["ada", "bob"] {
+            workspaces
+                .create(&PostParams::default(), &workspace(name).build()?)
+                .await?;
+        }
+        for name in ["ada", "bob"] {
+            wait_phase(&workspaces, name, WorkspacePhase::Running, TIMEOUT).await?;
+        }
+        // Bad requests fail before the drain: the CLI's own check, then the webhook's.
+        let (code, _, stderr) =
+            lifeguard(&["workspaces", "postpone", "ada", "-n", &ns, "--for", "soon"]).await?;
+        assert_eq!(code, Some(2), "{stderr}");
+        let bad = json!({"metadata": {"annotations": {POSTPONE_DRAIN_ANNOTATION: "all week"}}});
+        let refused = workspaces
+            .patch("ada", &PatchParams::default(), &Patch::Merge(&bad))
+            .await
+            .expect_err("the webhook refuses a postpone request it cannot read");
+        assert!(
+            refused.to_string().contains(POSTPONE_DRAIN_ANNOTATION),
+            "{refused}"
+        );
+        let (code, out, stderr) =
+            lifeguard(&["workspaces", "postpone", "ada", "-n", &ns, "--for", "90s"]).await?;
+        assert_eq!(code, Some(0), "{out}{stderr}");
+
+        // open_window starts the occurrence a minute ago: ada's stop is due 30 s from now.
+        let name = open_window(
+            &client,
+            &ns,
+            SignedDuration::from_secs(600),
+            json!({"drain": true, "maxPostpone": "2m"}),
+            json!({}),
+        )
+        .await?;
+        let outcome = async {
+            let windows: Api<MaintenanceWindow> = Api::all(client.clone());
+            let window = windows.get(&name).await?;
+            let start = window
+                .spec
+                .start
+                .as_deref()
+                .unwrap_or_default()
+                .parse::<Timestamp>()?;
+            let ada_due = start + SignedDuration::from_secs(90);
+            wait_phase(&workspaces, "bob", WorkspacePhase::Stopped, TIMEOUT).await?;
+            let status = wait_status(&client, &name, "ada counted as postponed", |s| {
+                s["workspacesPostponed"] == 1
+            })
+            .await?;
+            assert_eq!(status["workspacesRemaining"], 1, "{status}");
+            assert!(
+                Timestamp::now() < ada_due,
+                "the check ran before ada was due"
+            );
+            let ada = workspaces.get("ada").await?;
+            assert!(
+                !ada.annotations().contains_key(DRAINED_BY_ANNOTATION),
+                "ada was asked to stop before her postponement ran out"
+            );
+            let events = window_event_messages(&client, &name).await?;
+            assert!(
+                events
+                    .iter()
+                    .any(|(reason, note)| reason == "DrainPostponed"
+                        && note.contains(&format!("{ns}/ada until"))),
+                "{events:?}"
+            );
+            let (_, table, _) = lifeguard(&["maintenance", "status", &name]).await?;
+            assert!(table.contains("postponed"), "{table}");
+
+            wait_phase(&workspaces, "ada", WorkspacePhase::Stopped, TIMEOUT).await?;
+            assert!(
+                Timestamp::now() >= ada_due,
+                "ada was stopped before {ada_due}, when her postponement ran out"
+            );
+            let status = wait_status(&client, &name, "Drained, nobody postponed", |s| {
+                s["workspacesPostponed"].is_null() && s["workspacesRemaining"] == 0
+            })
+            .await?;
+            assert_eq!(status["workspacesDrained"], 2, "{status}");
             Ok(())
         }
         .await;

@@ -6,14 +6,13 @@ use std::time::Duration;
 
 use jiff::SignedDuration;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::events::v1::Event;
 use kube::Client;
 use kube::api::{Api, DeleteParams, PostParams};
 use lifeguard_api::maintenance::{MaintenanceWindow, condition};
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    BUSYBOX_IMAGE, close_window, open_window, poll_until, wait_for, wait_phase, with_namespace,
-    workspace,
+    BUSYBOX_IMAGE, close_window, open_window, poll_until, wait_for, wait_phase,
+    window_event_messages, with_namespace, workspace,
 };
 use serde_json::{Value, json};
 
@@ -131,26 +130,6 @@ async fn a_drain_waits_while_a_backup_pod_runs_and_goes_on_once_it_is_gone() {
         outcome
     })
     .await;
-}
-
-/// Reasons of the Events recorded about MaintenanceWindow `name`, in any namespace.
-async fn window_event_messages(
-    client: &Client,
-    name: &str,
-) -> anyhow::Result<Vec<(String, String)>> {
-    let events: Api<Event> = Api::all(client.clone());
-    Ok(events
-        .list(&Default::default())
-        .await?
-        .items
-        .into_iter()
-        .filter(|e| {
-            e.regarding.as_ref().is_some_and(|r| {
-                r.kind.as_deref() == Some("MaintenanceWindow") && r.name.as_deref() == Some(name)
-            })
-        })
-        .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
-        .collect())
 }
 
 #[tokio::test]

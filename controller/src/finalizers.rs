@@ -8,7 +8,7 @@
 use std::fmt::Debug;
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use kube::{Resource, ResourceExt};
 use lifeguard_api::names::{POD_FINALIZER, RELEASED_ANNOTATION};
 use serde::Serialize;
@@ -29,34 +29,86 @@ pub async fn remove<K>(api: &Api<K>, name: &str, finalizer: &str) -> Result<Remo
 where
     K: Resource + Clone + DeserializeOwned + Serialize + Debug,
 {
-    remove_marked(api, name, finalizer, None).await
+    Ok(remove_marked(api, name, finalizer, None).await?.0)
 }
 
 /// Removes a workspace pod's disposal finalizer and, in the same write, stamps
 /// [`RELEASED_ANNOTATION`] so that the kubelet deletes the stopped pod's object at once
 /// (see the constant for why).
+///
+/// A released pod whose containers have all stopped is also deleted without grace (guarded
+/// by its UID): the kubelet has nothing left to stop, and otherwise the object waits for
+/// the kubelet's status manager, which one stop in twenty left for a whole 10 s sync
+/// (`bench-node-drain`, issue 21). A pod with a container still running (or not yet
+/// reported) keeps its grace: the kubelet must stop it first.
 pub async fn release_pod(api: &Api<Pod>, name: &str) -> Result<Removal, kube::Error> {
     let now = jiff::Timestamp::now().to_string();
-    remove_marked(api, name, POD_FINALIZER, Some((RELEASED_ANNOTATION, &now))).await
+    let (removal, released) =
+        remove_marked(api, name, POD_FINALIZER, Some((RELEASED_ANNOTATION, &now))).await?;
+    if let Some(pod) = released.filter(nothing_left_to_stop) {
+        let delete = DeleteParams {
+            grace_period_seconds: Some(0),
+            preconditions: pod.metadata.uid.clone().map(|uid| Preconditions {
+                uid: Some(uid),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        match api.delete(name, &delete).await {
+            Ok(_) => {}
+            // Gone already, or a new pod of the same name (the UID precondition): fine.
+            Err(kube::Error::Api(status)) if matches!(status.code, 404 | 409) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(removal)
 }
 
+/// A pod being deleted, holding no finalizer, whose every container (init containers
+/// included) the kubelet reports terminated: removing its object skips nothing.
+pub fn nothing_left_to_stop(pod: &Pod) -> bool {
+    let terminating = pod.metadata.deletion_timestamp.is_some();
+    let unheld = pod.metadata.finalizers.as_ref().is_none_or(Vec::is_empty);
+    let Some(status) = &pod.status else {
+        return false;
+    };
+    let declared = pod.spec.as_ref().map_or(0, |s| s.containers.len());
+    let statuses = status.container_statuses.as_deref().unwrap_or_default();
+    let stopped = |cs: &k8s_openapi::api::core::v1::ContainerStatus| {
+        cs.state.as_ref().is_some_and(|s| s.terminated.is_some())
+    };
+    let init_stopped = status
+        .init_container_statuses
+        .as_deref()
+        .unwrap_or_default()
+        .iter()
+        .all(|cs| stopped(cs) || cs.state.as_ref().is_some_and(|s| s.waiting.is_some()));
+    terminating
+        && unheld
+        && declared > 0
+        && statuses.len() == declared
+        && statuses.iter().all(stopped)
+        && init_stopped
+}
+
+/// The removal, and on success the object as the patch left it.
 async fn remove_marked<K>(
     api: &Api<K>,
     name: &str,
     finalizer: &str,
     mark: Option<(&str, &str)>,
-) -> Result<Removal, kube::Error>
+) -> Result<(Removal, Option<K>), kube::Error>
 where
     K: Resource + Clone + DeserializeOwned + Serialize + Debug,
 {
     let mut conflicts = 0;
     loop {
         let Some(object) = api.get_opt(name).await? else {
-            return Ok(Removal::Gone);
+            return Ok((Removal::Gone, None));
         };
         let finalizers = object.finalizers();
         if !finalizers.iter().any(|f| f == finalizer) {
-            return Ok(Removal::NotPresent);
+            return Ok((Removal::NotPresent, None));
         }
         let kept: Vec<&String> = finalizers.iter().filter(|f| *f != finalizer).collect();
         let mut patch = json!({"metadata": {
@@ -70,11 +122,13 @@ where
             .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
-            Ok(_) => return Ok(Removal::Removed { conflicts }),
+            Ok(patched) => return Ok((Removal::Removed { conflicts }, Some(patched))),
             Err(kube::Error::Api(status)) if status.code == 409 && conflicts + 1 < ATTEMPTS => {
                 conflicts += 1;
             }
-            Err(kube::Error::Api(status)) if status.code == 404 => return Ok(Removal::Gone),
+            Err(kube::Error::Api(status)) if status.code == 404 => {
+                return Ok((Removal::Gone, None));
+            }
             Err(e) => return Err(e),
         }
     }
@@ -103,3 +157,7 @@ where
     .await
     .map(Some)
 }
+
+#[cfg(test)]
+#[path = "finalizers_tests.rs"]
+mod finalizers_tests;

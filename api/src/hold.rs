@@ -98,4 +98,4 @@ pub fn compile(spec: &MaintenanceWindowSpec) -> Result<Option<Gates>, Validation
 
 #[cfg(test)]
 #[path = "hold_tests.rs"]
-mod hold_tests;
+pub(crate) mod hold_tests;

@@ -7,7 +7,8 @@ use crate::hold::compile;
 use crate::maintenance::MaintenanceWindowSpec;
 use crate::validation::validate_maintenance_window;
 
-fn spec(extra: Value) -> MaintenanceWindowSpec {
+/// A one-hour one-off window's spec (2026-12-01 22:00 to 23:00 UTC) with `extra` in it.
+pub(crate) fn spec(extra: Value) -> MaintenanceWindowSpec {
     let mut spec = json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z"});
     if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
         spec.extend(extra.clone());

@@ -4,19 +4,10 @@ use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
 use crate::MaintenanceWindow;
-use crate::maintenance::MaintenanceWindowSpec;
+use crate::hold::hold_tests::spec;
 use crate::postpone::{check_request, drain_from};
 use crate::validation::{validate_maintenance_window, validate_workspace_object};
 use crate::window::CompiledWindow;
-
-fn spec(extra: Value) -> MaintenanceWindowSpec {
-    // A one-hour one-off window.
-    let mut spec = json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z"});
-    if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
-        spec.extend(extra.clone());
-    }
-    serde_json::from_value(spec).expect("spec literal")
-}
 
 #[test]
 fn an_owners_request_is_a_duration_up_to_a_day() {

@@ -108,24 +108,42 @@ pub async fn apply_crds(client: &Client) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Reasons of the Events recorded about Workspace `name`, oldest first.
-pub async fn workspace_event_reasons(
+/// (reason, note) of the Events recorded about the `kind` object `name`, oldest first; in
+/// namespace `ns`, or in any namespace (cluster-scoped objects) when it is `None`.
+pub async fn events_about(
     client: &Client,
-    ns: &str,
+    ns: Option<&str>,
+    kind: &str,
     name: &str,
-) -> anyhow::Result<Vec<String>> {
-    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), ns);
+) -> anyhow::Result<Vec<(String, String)>> {
+    let events: Api<k8s_openapi::api::events::v1::Event> = match ns {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    };
     let mut about: Vec<k8s_openapi::api::events::v1::Event> = events
         .list(&Default::default())
         .await?
         .items
         .into_iter()
         .filter(|e| {
-            e.regarding.as_ref().is_some_and(|r| {
-                r.kind.as_deref() == Some("Workspace") && r.name.as_deref() == Some(name)
-            })
+            e.regarding
+                .as_ref()
+                .is_some_and(|r| r.kind.as_deref() == Some(kind) && r.name.as_deref() == Some(name))
         })
         .collect();
     about.sort_by_key(|e| e.event_time.clone().map(|t| t.0));
-    Ok(about.into_iter().filter_map(|e| e.reason).collect())
+    Ok(about
+        .into_iter()
+        .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
+        .collect())
+}
+
+/// Reasons of the Events recorded about Workspace `name`, oldest first.
+pub async fn workspace_event_reasons(
+    client: &Client,
+    ns: &str,
+    name: &str,
+) -> anyhow::Result<Vec<String>> {
+    let events = events_about(client, Some(ns), "Workspace", name).await?;
+    Ok(events.into_iter().map(|(reason, _)| reason).collect())
 }

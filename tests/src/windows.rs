@@ -73,17 +73,5 @@ pub async fn window_event_messages(
     client: &Client,
     name: &str,
 ) -> anyhow::Result<Vec<(String, String)>> {
-    let events: Api<k8s_openapi::api::events::v1::Event> = Api::all(client.clone());
-    Ok(events
-        .list(&Default::default())
-        .await?
-        .items
-        .into_iter()
-        .filter(|e| {
-            e.regarding.as_ref().is_some_and(|r| {
-                r.kind.as_deref() == Some("MaintenanceWindow") && r.name.as_deref() == Some(name)
-            })
-        })
-        .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
-        .collect())
+    crate::cluster::events_about(client, None, "MaintenanceWindow", name).await
 }

@@ -12,8 +12,8 @@ use lifeguard_api::maintenance::MaintenanceWindow;
 use lifeguard_api::workspace::condition::{POD_CREATE_FAILED, READY};
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    allow_pods, close_window, forbid_pods, open_window, wait_for, wait_phase, with_namespace,
-    workspace, workspace_event_reasons,
+    allow_pods, close_window, events_about, forbid_pods, open_window, wait_for, wait_phase,
+    with_namespace, workspace, workspace_event_reasons,
 };
 use serde_json::json;
 
@@ -52,17 +52,11 @@ async fn create_refusal_notes(
     ns: &str,
     name: &str,
 ) -> anyhow::Result<Vec<String>> {
-    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), ns);
+    let events = events_about(client, Some(ns), "Workspace", name).await?;
     Ok(events
-        .list(&Default::default())
-        .await?
-        .items
         .into_iter()
-        .filter(|e| {
-            e.reason.as_deref() == Some("PodCreateFailed")
-                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)
-        })
-        .filter_map(|e| e.note)
+        .filter(|(reason, _)| reason == "PodCreateFailed")
+        .map(|(_, note)| note)
         .collect())
 }
 

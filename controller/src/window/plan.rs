@@ -664,7 +664,7 @@ mod tests {
 
 #[cfg(test)]
 #[path = "plan_budget_tests.rs"]
-mod plan_budget_tests;
+pub(super) mod plan_budget_tests;
 
 #[cfg(test)]
 #[path = "plan_enforcement_tests.rs"]

@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 use super::super::nodes::{NodeMeta, NodeTally};
 use super::*;
 
-fn window(extra: Value) -> CompiledWindow {
+/// A one-hour one-off `drain: true` window named `upgrade`, with `extra` in its spec.
+pub(super) fn window(extra: Value) -> CompiledWindow {
     let mut spec =
         json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z", "drain": true});
     if let (Some(s), Some(e)) = (spec.as_object_mut(), extra.as_object()) {

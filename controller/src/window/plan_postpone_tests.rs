@@ -4,24 +4,14 @@
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
+use lifeguard_api::Workspace;
 use lifeguard_api::names::{DRAINED_BY_ANNOTATION, POSTPONE_DRAIN_ANNOTATION};
-use lifeguard_api::{MaintenanceWindow, Workspace};
 use serde_json::{Value, json};
 
+use super::plan_budget_tests::window;
 use super::*;
 
 const START: &str = "2026-12-01T22:00:00Z";
-
-fn window(extra: Value) -> CompiledWindow {
-    let mut spec = json!({"start": START, "end": "2026-12-01T23:00:00Z", "drain": true});
-    if let (Some(s), Some(e)) = (spec.as_object_mut(), extra.as_object()) {
-        s.extend(e.clone());
-    }
-    let w: MaintenanceWindow =
-        serde_json::from_value(json!({"metadata": {"name": "upgrade"}, "spec": spec}))
-            .expect("window literal");
-    CompiledWindow::compile(&w).expect("valid window")
-}
 
 /// A Running workspace in `dev` with these annotations.
 fn ws(name: &str, annotations: Value) -> Workspace {

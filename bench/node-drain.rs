@@ -99,6 +99,22 @@ async fn step_medians(client: &Client, ns: &str) -> anyhow::Result<[(f64, f64); 
         .collect();
     by_deletion.sort();
     let secs = |a: Timestamp, b: Timestamp| b.duration_since(a).as_secs_f64();
+    // With LIFEGUARD_BENCH_TIMELINE set: each stop's steps from the first deletion, to see
+    // where a budget's waves lose time.
+    if std::env::var_os("LIFEGUARD_BENCH_TIMELINE").is_some()
+        && let Some((first, _)) = by_deletion.first()
+    {
+        let from =
+            |t: Option<Timestamp>| t.map_or("-".to_string(), |t| format!("{:.2}", secs(*first, t)));
+        for (deleted, name) in &by_deletion {
+            println!(
+                "  {name:<12} deleted {:>6}  confirmed {:>6}  released {:>6}",
+                from(Some(*deleted)),
+                from(get(name, "DisposalConfirmed")),
+                from(get(name, "PodReleased")),
+            );
+        }
+    }
     let mut steps: [Vec<f64>; 3] = Default::default();
     for (i, (deleted, name)) in by_deletion.iter().enumerate() {
         let confirmed = get(name, "DisposalConfirmed");

@@ -446,11 +446,7 @@ pub fn validate_workspace_object(obj: &Value) -> Result<(), ValidationErrors> {
 /// if any: refused when it cannot be read, so the owner learns at once instead of being
 /// drained on time. Checked on every write that sets it, metadata-only ones included.
 pub fn check_postpone_request(obj: &Value) -> Result<(), ValidationErrors> {
-    let annotation = format!(
-        "/metadata/annotations/{}",
-        crate::names::POSTPONE_DRAIN_ANNOTATION.replace('/', "~1")
-    );
-    match obj.pointer(&annotation) {
+    match postpone_request(obj) {
         None => Ok(()),
         Some(Value::String(text)) => crate::postpone::check_request(text)
             .map(|_| ())
@@ -460,6 +456,13 @@ pub fn check_postpone_request(obj: &Value) -> Result<(), ValidationErrors> {
             "an annotation's value must be a string",
         )),
     }
+}
+
+/// The postpone request annotation of an object as JSON, if it has one.
+pub fn postpone_request(obj: &Value) -> Option<&Value> {
+    obj.get("metadata")?
+        .get("annotations")?
+        .get(crate::names::POSTPONE_DRAIN_ANNOTATION)
 }
 
 /// For the webhook: a whole MaintenanceWindow object as JSON. `Ok` carries warnings for

@@ -5,12 +5,13 @@ use std::collections::BTreeMap;
 use jiff::Timestamp;
 use lifeguard_api::maintenance::Enforcement;
 use lifeguard_api::names::{
-    GROUP, POD_FINALIZER, POSTPONE_DRAIN_ANNOTATION, RECREATION_ANNOTATION, START_ANNOTATION,
-    WORKSPACE_LABEL, WORKSPACE_LABELS_ANNOTATION,
+    GROUP, POD_FINALIZER, RECREATION_ANNOTATION, START_ANNOTATION, WORKSPACE_LABEL,
+    WORKSPACE_LABELS_ANNOTATION,
 };
 use lifeguard_api::schedule::Occurrence;
 use lifeguard_api::validation::{
-    check_postpone_request, validate_maintenance_window_object, validate_workspace_object,
+    check_postpone_request, postpone_request, validate_maintenance_window_object,
+    validate_workspace_object,
 };
 use lifeguard_api::window::CompiledWindow;
 use serde_json::{Value, json};
@@ -126,22 +127,21 @@ pub fn validate_audited(request: &AdmissionRequest, ctx: &Inputs) -> (Decision, 
 /// when the request is unchanged (a stored bad one never blocks a finalizer's removal) or
 /// the object is being deleted.
 fn changed_postpone_request_refused(request: &AdmissionRequest) -> Option<String> {
-    let object = request.object.as_ref()?;
-    if object
-        .pointer("/metadata/deletionTimestamp")
-        .is_some_and(|t| !t.is_null())
-    {
-        return None;
-    }
-    let pointer = format!(
-        "/metadata/annotations/{}",
-        POSTPONE_DRAIN_ANNOTATION.replace('/', "~1")
-    );
-    let new = object.pointer(&pointer);
+    let object = request.object.as_ref().filter(|_| !deleting(request))?;
+    let new = postpone_request(object);
     if new.is_none() || new == request.old_postpone_request.as_ref() {
         return None;
     }
     check_postpone_request(object).err().map(|e| e.to_string())
+}
+
+/// Whether the request's object carries a deletionTimestamp.
+fn deleting(request: &AdmissionRequest) -> bool {
+    request
+        .object
+        .as_ref()
+        .and_then(|o| o.pointer("/metadata/deletionTimestamp"))
+        .is_some_and(|t| !t.is_null())
 }
 
 /// An UPDATE that leaves the spec as it was (finalizer patches, drain annotations, label
@@ -151,12 +151,7 @@ fn changed_postpone_request_refused(request: &AdmissionRequest) -> Option<String
 /// The UPDATE webhook entry is also `failurePolicy: Ignore` for the same reason
 /// (manifests/webhook/webhooks.yaml).
 fn metadata_only_or_deleting(request: &AdmissionRequest) -> bool {
-    let deleting = request
-        .object
-        .as_ref()
-        .and_then(|o| o.pointer("/metadata/deletionTimestamp"))
-        .is_some_and(|t| !t.is_null());
-    request.operation == Operation::Update && (request.spec_unchanged || deleting)
+    request.operation == Operation::Update && (request.spec_unchanged || deleting(request))
 }
 
 /// A replacement for a rejected pod: made by the controller for an existing Workspace.

@@ -15,6 +15,7 @@ pub mod notice;
 pub mod postpone;
 pub mod receipt;
 pub mod rejection;
+pub mod resume;
 pub mod schedule;
 mod schema;
 pub mod start_blocker;

@@ -111,6 +111,12 @@ pub struct MaintenanceWindowSpec {
     /// the lesser of the two. Absent: no workspace is postponed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_postpone: Option<String>,
+    /// With `drain`: once an occurrence is over, restart the workspaces it drained (their
+    /// pods re-created, nothing else changed), at most `maxConcurrentDrains` starting at
+    /// once. Not restarted: a workspace being deleted, Failed, or one whose drained marks
+    /// were removed. Default: drained workspaces stay stopped.
+    #[serde(default)]
+    pub resume_after: bool,
 }
 
 /// What holds a drain; each gate given holds on its own.
@@ -210,6 +216,10 @@ pub struct MaintenanceWindowStatus {
     /// postponement has not run out (`spec.maxPostpone`); they count as remaining.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspaces_postponed: Option<u32>,
+    /// With `resumeAfter`, after an occurrence: workspaces it drained that are not running
+    /// again yet (asked to start, or waiting for the budget).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspaces_resuming: Option<u32>,
     /// Occurrences an exclusion skips, from the one in force now up to `nextOccurrence`
     /// (at most 10), each with the exclusion's reason.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

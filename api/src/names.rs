@@ -34,6 +34,16 @@ pub const WORKSPACE_LABELS_ANNOTATION: &str = "lifeguard.dev/workspace-labels";
 /// window's name). The workspace is stopped gracefully and not started again.
 pub const DRAINED_BY_ANNOTATION: &str = "lifeguard.dev/drained-by";
 
+/// Set by the controller beside [`DRAINED_BY_ANNOTATION`]: the end of the occurrence whose
+/// drain stopped the workspace (RFC 3339). A window with `spec.resumeAfter` restarts it
+/// once that instant has passed (`lifeguard_api::resume`).
+pub const DRAINED_UNTIL_ANNOTATION: &str = "lifeguard.dev/drained-until";
+
+/// Set by the controller when a window with `spec.resumeAfter` restarts a workspace it
+/// drained (value: `WINDOW/OCCURRENCE-END`, `resume::request`, in place of the drained
+/// marks); the workspace acts on each value once (`status.resumed`).
+pub const RESUME_ANNOTATION: &str = "lifeguard.dev/resume";
+
 /// Set by a Workspace's owner (or `lifeguard workspaces postpone`) to ask a draining window
 /// to stop the workspace later: a duration such as `30m`, counted from the start of the
 /// occurrence, at most `postpone::MAX_REQUEST`. A window postpones only up to its

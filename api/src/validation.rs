@@ -321,6 +321,9 @@ pub fn validate_maintenance_window(spec: &MaintenanceWindowSpec) -> Result<(), V
             .unwrap_or_default()
             .0,
     );
+    errors
+        .0
+        .extend(crate::resume::check(spec).err().unwrap_or_default().0);
     errors.into_result(())
 }
 

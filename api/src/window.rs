@@ -38,6 +38,9 @@ pub struct CompiledWindow {
     /// With `drain`: the longest an owner may postpone a workspace's stop
     /// (`spec.maxPostpone`, `crate::postpone`).
     pub max_postpone: Option<SignedDuration>,
+    /// With `drain`: restart what each occurrence drained once it is over
+    /// (`spec.resumeAfter`, `crate::resume`).
+    pub resume_after: bool,
     schedule: Schedule,
     exclusions: Exclusions,
     node_selector: Option<Selector>,
@@ -54,6 +57,7 @@ impl CompiledWindow {
         let notice = spec.notice_period()?;
         let gates = crate::hold::compile(spec)?;
         let max_postpone = crate::postpone::compile_max(spec, Some(&schedule))?;
+        crate::resume::check(spec)?;
         let scope_errors = node_scope::check(spec);
         if !scope_errors.0.is_empty() {
             return Err(scope_errors);
@@ -82,6 +86,7 @@ impl CompiledWindow {
             enforcement: spec.enforcement,
             gates,
             max_postpone,
+            resume_after: spec.resume_after,
             schedule,
             exclusions,
             namespace_selector: selector("spec.namespaceSelector", &spec.namespace_selector)?,

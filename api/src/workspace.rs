@@ -115,6 +115,10 @@ pub struct WorkspaceStatus {
     /// occurrence is over or the window changes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub maintenance_notice: Option<MaintenanceNotice>,
+    /// The last `lifeguard.dev/resume` request this workspace acted on (a window with
+    /// `resumeAfter` restarting what it drained): each request restarts it once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed: Option<String>,
 }
 
 /// What the API server answered when it refused to create the pod.

@@ -44,6 +44,10 @@ pub struct WindowRow {
     /// Of those, how many their owners postponed (`status.workspacesPostponed`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workspaces_postponed: Option<u32>,
+    /// After an occurrence of a `resumeAfter` window: drained workspaces not running
+    /// again yet (`status.workspacesResuming`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspaces_resuming: Option<u32>,
     /// While a gate holds the drain, or once maxHold let it go (`status.hold`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hold: Option<HoldRow>,
@@ -103,6 +107,7 @@ pub fn window_row(window: &MaintenanceWindow, now: Timestamp) -> WindowRow {
         skipped: Vec::new(),
         workspaces_remaining: status.workspaces_remaining,
         workspaces_postponed: status.workspaces_postponed,
+        workspaces_resuming: status.workspaces_resuming,
         hold: status.hold.as_ref().map(|h| HoldRow {
             gate: h.gate.clone(),
             since: rfc3339(h.since.0),
@@ -184,6 +189,9 @@ impl Tabular for WindowRow {
                 "{n} ({} postponed)",
                 self.workspaces_postponed.unwrap_or_default()
             ),
+            (None, _, _) if self.workspaces_resuming.is_some_and(|r| r > 0) => {
+                format!("{} resuming", self.workspaces_resuming.unwrap_or_default())
+            }
             (n, _, _) => or_dash(n),
         };
         vec![

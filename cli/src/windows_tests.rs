@@ -241,3 +241,17 @@ fn status_counts_the_workspaces_whose_owners_postponed_their_stop() {
     let row = window_row(&window(spec, status(Value::Null)), now);
     assert_eq!(row.cells()[6], "3");
 }
+
+#[test]
+fn status_counts_the_drained_workspaces_starting_again() {
+    let after = ts("2026-12-01T23:00:10Z");
+    let spec = json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z",
+        "drain": true, "resumeAfter": true});
+    let row = window_row(
+        &window(spec.clone(), json!({"workspacesResuming": 4})),
+        after,
+    );
+    assert_eq!(row.cells()[6], "4 resuming");
+    let row = window_row(&window(spec, json!({})), after);
+    assert_eq!(row.cells()[6], "-");
+}

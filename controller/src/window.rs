@@ -9,4 +9,5 @@ pub mod nodes;
 pub mod plan;
 pub mod prometheus;
 pub mod reconcile;
+pub mod resume;
 pub mod stop_ended;

@@ -553,3 +553,62 @@ async fn an_owner_postpones_the_drain_of_a_workspace_within_the_windows_cap() {
     })
     .await;
 }
+
+/// The workspace user's side after a drain (issue 26 item 6): a window with `resumeAfter`
+/// stops `cleo` while it is open and starts her again once its occurrence is over: a new
+/// pod (start 2), `status.resumed` naming the window, a `WorkspacesResumed` Event.
+#[tokio::test]
+async fn a_resume_after_window_starts_what_it_drained_once_it_is_over() {
+    with_namespace("resume", |client, ns| async move {
+        apply_crds(&client).await?;
+        let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
+        workspaces
+            .create(&PostParams::default(), &workspace("cleo").build()?)
+            .await?;
+        wait_phase(&workspaces, "cleo", WorkspacePhase::Running, TIMEOUT).await?;
+        // Open for another 25 s: long enough to drain cleo, short enough to wait out.
+        let name = open_window(
+            &client,
+            &ns,
+            SignedDuration::from_secs(25),
+            json!({"drain": true, "resumeAfter": true}),
+            json!({}),
+        )
+        .await?;
+        let outcome = async {
+            let stopped = wait_phase(&workspaces, "cleo", WorkspacePhase::Stopped, TIMEOUT).await?;
+            assert_eq!(
+                stopped.annotations().get(DRAINED_BY_ANNOTATION),
+                Some(&name),
+                "drained by the window"
+            );
+            let running = wait_phase(&workspaces, "cleo", WorkspacePhase::Running, TIMEOUT).await?;
+            let status = running.status.clone().unwrap_or_default();
+            assert_eq!(status.pod_starts, 2, "a new pod: {status:?}");
+            assert!(
+                status
+                    .resumed
+                    .as_deref()
+                    .is_some_and(|r| r.starts_with(&format!("{name}/"))),
+                "{status:?}"
+            );
+            assert!(
+                !running.annotations().contains_key(DRAINED_BY_ANNOTATION),
+                "the drained mark is gone"
+            );
+            let events = window_event_messages(&client, &name).await?;
+            assert!(
+                events
+                    .iter()
+                    .any(|(reason, note)| reason == "WorkspacesResumed"
+                        && note.contains(&format!("{ns}/cleo"))),
+                "{events:?}"
+            );
+            Ok(())
+        }
+        .await;
+        close_window(&client, &name).await;
+        outcome
+    })
+    .await;
+}

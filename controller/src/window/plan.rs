@@ -24,6 +24,7 @@ use lifeguard_api::window::CompiledWindow;
 use lifeguard_api::{MaintenanceWindow, MaintenanceWindowStatus, Workspace};
 
 use super::nodes::NodeTally;
+use super::resume::ResumePlan;
 use crate::status::set_condition;
 
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -207,6 +208,8 @@ pub struct ValidWindow {
     pub was_drained: bool,
     /// When this pass runs.
     pub now: Timestamp,
+    /// Whether to look for drained workspaces to start again (`resume::resuming`).
+    pub resuming: bool,
 }
 
 /// What one pass over the Workspaces found for a window.
@@ -218,6 +221,8 @@ pub struct Survey {
     pub notified: Option<u32>,
     /// While a node-scoped window is active: what is left on each selected node.
     pub nodes: Option<NodeTally>,
+    /// With `resumeAfter`, between occurrences: what it drained to start again.
+    pub resume: Option<ResumePlan>,
 }
 
 impl Survey {
@@ -233,12 +238,16 @@ impl Survey {
                 }),
             notified: valid.noticing.then_some(0),
             nodes: nodes.filter(|_| valid.node_scoped),
+            resume: valid.resuming.then(|| ResumePlan::at(valid.now)),
         }
     }
 
     /// Whether there is anything to look at the workspaces for.
     pub fn wanted(&self) -> bool {
-        self.drain.is_some() || self.notified.is_some() || self.nodes.is_some()
+        self.drain.is_some()
+            || self.notified.is_some()
+            || self.nodes.is_some()
+            || self.resume.is_some()
     }
 
     /// Folds one page of Workspaces in.
@@ -250,6 +259,9 @@ impl Survey {
     ) {
         if let Some(drain) = self.drain.as_mut() {
             drain.add(window, page, namespace_labels, self.nodes.as_ref());
+        }
+        if let Some(resume) = self.resume.as_mut() {
+            resume.add(window, page);
         }
         if let Some(nodes) = self.nodes.as_mut() {
             for ws in page {
@@ -341,6 +353,7 @@ pub fn check_spec(mw: &MaintenanceWindow, now: Timestamp) -> SpecCheck {
         .any(|c| c.type_ == condition::DRAINED && c.status == "True");
     SpecCheck::Valid(Box::new(ValidWindow {
         draining: draining(&window, now),
+        resuming: super::resume::resuming(&window, now),
         noticing: window.noticed_occurrence(now).is_some(),
         node_scoped: window.node_scoped() && window.active_at(now).is_some(),
         requeue: until_change.clamp(Duration::from_secs(1), IDLE_POLL),
@@ -389,6 +402,14 @@ pub fn settle(
     }
     if survey.notified.is_some() {
         requeue = requeue.min(NOTICE_POLL);
+    }
+    status.workspaces_resuming = survey
+        .resume
+        .as_ref()
+        .map(ResumePlan::outstanding)
+        .filter(|n| *n > 0);
+    if status.workspaces_resuming.is_some() {
+        requeue = requeue.min(DRAINING_POLL);
     }
     let mut drained_note = None;
     status.dry_run = None;
@@ -597,6 +618,7 @@ mod tests {
             }),
             notified: None,
             nodes: None,
+            resume: None,
         };
         // (what, window, survey, want: remaining, Drained condition, Event?, requeue at most)
         type Want = (
@@ -637,6 +659,7 @@ mod tests {
                     drain: None,
                     notified: Some(3),
                     nodes: None,
+                    resume: None,
                 },
                 (None, None, false, NOTICE_POLL),
             ),
@@ -664,7 +687,7 @@ mod tests {
 
 #[cfg(test)]
 #[path = "plan_budget_tests.rs"]
-pub(super) mod plan_budget_tests;
+pub(crate) mod plan_budget_tests;
 
 #[cfg(test)]
 #[path = "plan_enforcement_tests.rs"]

@@ -12,7 +12,7 @@ use super::super::nodes::{NodeMeta, NodeTally};
 use super::*;
 
 /// A one-hour one-off `drain: true` window named `upgrade`, with `extra` in its spec.
-pub(super) fn window(extra: Value) -> CompiledWindow {
+pub(crate) fn window(extra: Value) -> CompiledWindow {
     let mut spec =
         json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z", "drain": true});
     if let (Some(s), Some(e)) = (spec.as_object_mut(), extra.as_object()) {

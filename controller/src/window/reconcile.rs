@@ -13,7 +13,7 @@ use kube::runtime::controller::Action as Requeue;
 use kube::runtime::controller::Error as ControllerError;
 use kube::runtime::events::EventType;
 use kube::{Resource, ResourceExt};
-use lifeguard_api::names::DRAINED_BY_ANNOTATION;
+use lifeguard_api::names::{DRAINED_BY_ANNOTATION, DRAINED_UNTIL_ANNOTATION, RESUME_ANNOTATION};
 use lifeguard_api::{MaintenanceWindow, Workspace};
 use lifeguard_runtime::pages::Pages;
 use serde_json::json;
@@ -64,6 +64,9 @@ async fn survey(ctx: &Context, valid: &ValidWindow, nodes: &[NodeMeta]) -> Resul
     if let Some(drain) = survey.drain.as_mut() {
         drain.limit(&valid.window);
     }
+    if let Some(resume) = survey.resume.as_mut() {
+        resume.limit(&valid.window);
+    }
     Ok(survey)
 }
 
@@ -104,7 +107,17 @@ pub async fn reconcile_window(
     if let Some(drain) = &survey.drain {
         for (namespace, ws) in &drain.to_stop {
             let api: Api<Workspace> = Api::namespaced(ctx.client.clone(), namespace);
-            let patch = json!({"metadata": {"annotations": {DRAINED_BY_ANNOTATION: name}}});
+            // The occurrence's end goes with the mark: a resumeAfter window restarts the
+            // workspace once that instant has passed (`lifeguard_api::resume`).
+            let until = valid
+                .status
+                .current_occurrence
+                .as_ref()
+                .map(|o| o.end.0.to_string());
+            let patch = json!({"metadata": {"annotations": {
+                DRAINED_BY_ANNOTATION: name,
+                DRAINED_UNTIL_ANNOTATION: until,
+            }}});
             let asked = api
                 .patch(ws, &PatchParams::default(), &Patch::Merge(&patch))
                 .await?;
@@ -127,6 +140,40 @@ pub async fn reconcile_window(
             note,
         )
         .await;
+    }
+    if let Some(resume) = &survey.resume {
+        for (namespace, ws, request) in &resume.to_resume {
+            let api: Api<Workspace> = Api::namespaced(ctx.client.clone(), namespace);
+            let patch = json!({"metadata": {"annotations": {
+                DRAINED_BY_ANNOTATION: null,
+                DRAINED_UNTIL_ANNOTATION: null,
+                RESUME_ANNOTATION: request,
+            }}});
+            api.patch(ws, &PatchParams::default(), &Patch::Merge(&patch))
+                .await?;
+            tracing::info!(window = %name, workspace = %ws, %namespace, "resuming workspace");
+        }
+        if !resume.to_resume.is_empty() {
+            let names: Vec<String> = resume
+                .to_resume
+                .iter()
+                .take(10)
+                .map(|(namespace, ws, _)| format!("{namespace}/{ws}"))
+                .collect();
+            lifeguard_runtime::events::record(
+                &ctx.client,
+                &ctx.reporter,
+                &mw.object_ref(&()),
+                EventType::Normal,
+                "WorkspacesResumed",
+                format!(
+                    "the occurrence is over; {} drained workspaces start again: {}",
+                    resume.to_resume.len(),
+                    names.join(", ")
+                ),
+            )
+            .await;
+        }
     }
     // A `Warn` or `DryRun` window marks no node (and clears marks left from `Enforce`).
     let marked = survey.nodes.as_ref().filter(|_| valid.window.enforces());

@@ -269,12 +269,33 @@ fn plan_without_pod(ws: &Workspace, now: Timestamp, settings: &Settings) -> Acti
             Action::Idle
         };
     }
+    // A window with resumeAfter restarts what it drained: first the status says so (and
+    // records the request, so it acts once), then the pod is created as for a first start.
+    if let Some(request) = lifeguard_api::resume::pending_request(ws) {
+        let mut next = status.clone();
+        next.phase = Some(WorkspacePhase::Pending);
+        next.resumed = Some(request.to_string());
+        next.pod_deletion_time = None;
+        next.next_attempt_time = None;
+        let window = lifeguard_api::resume::parse_request(request).map_or("", |(w, _)| w);
+        set_condition(
+            &mut next.conditions,
+            condition::READY,
+            false,
+            lifeguard_api::resume::REASON_RESUMING,
+            &format!("maintenance window {window} is over; the workspace starts again"),
+            generation,
+            now,
+        );
+        return Action::UpdateStatus(Box::new(next));
+    }
     if matches!(
         status.phase,
         Some(WorkspacePhase::Failed | WorkspacePhase::Stopped)
     ) {
         return Action::Idle;
     }
+
     // Drained without a pod (never started, or between a rejection and its replacement):
     // stopped at once, so the drain can finish, and never started afterwards.
     if let Some(window) = drained_by(ws) {
@@ -344,13 +365,16 @@ fn plan_without_pod(ws: &Workspace, now: Timestamp, settings: &Settings) -> Acti
             },
         );
     }
-    if status.pod_starts == 0 {
+    // Pending without a pod after starts before: a resumed workspace (above) whose new pod
+    // is not created yet, or was refused (retried with the same backoff as a first start).
+    let resuming = status.phase == Some(WorkspacePhase::Pending) && status.resumed.is_some();
+    if status.pod_starts == 0 || resuming {
         return create_when_due(
             &status,
             now,
             settings,
             Action::CreatePod {
-                start: 1,
+                start: status.pod_starts + 1,
                 recreation: None,
             },
         );
@@ -737,3 +761,7 @@ mod plan_owner_tests;
 #[cfg(test)]
 #[path = "plan_tests.rs"]
 pub(crate) mod plan_tests;
+
+#[cfg(test)]
+#[path = "plan_resume_tests.rs"]
+mod plan_resume_tests;

@@ -15,6 +15,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
+use crate::pod_ended;
+
 /// Attempts before giving the conflict back to the reconciler's error policy.
 const ATTEMPTS: usize = 5;
 
@@ -45,7 +47,7 @@ pub async fn release_pod(api: &Api<Pod>, name: &str) -> Result<Removal, kube::Er
     let now = jiff::Timestamp::now().to_string();
     let (removal, released) =
         remove_marked(api, name, POD_FINALIZER, Some((RELEASED_ANNOTATION, &now))).await?;
-    if let Some(pod) = released.filter(nothing_left_to_stop) {
+    if let Some(pod) = released.filter(pod_ended::nothing_left_to_stop) {
         let delete = DeleteParams {
             grace_period_seconds: Some(0),
             preconditions: pod.metadata.uid.clone().map(|uid| Preconditions {
@@ -62,33 +64,6 @@ pub async fn release_pod(api: &Api<Pod>, name: &str) -> Result<Removal, kube::Er
         }
     }
     Ok(removal)
-}
-
-/// A pod being deleted, holding no finalizer, whose every container (init containers
-/// included) the kubelet reports terminated: removing its object skips nothing.
-pub fn nothing_left_to_stop(pod: &Pod) -> bool {
-    let terminating = pod.metadata.deletion_timestamp.is_some();
-    let unheld = pod.metadata.finalizers.as_ref().is_none_or(Vec::is_empty);
-    let Some(status) = &pod.status else {
-        return false;
-    };
-    let declared = pod.spec.as_ref().map_or(0, |s| s.containers.len());
-    let statuses = status.container_statuses.as_deref().unwrap_or_default();
-    let stopped = |cs: &k8s_openapi::api::core::v1::ContainerStatus| {
-        cs.state.as_ref().is_some_and(|s| s.terminated.is_some())
-    };
-    let init_stopped = status
-        .init_container_statuses
-        .as_deref()
-        .unwrap_or_default()
-        .iter()
-        .all(|cs| stopped(cs) || cs.state.as_ref().is_some_and(|s| s.waiting.is_some()));
-    terminating
-        && unheld
-        && declared > 0
-        && statuses.len() == declared
-        && statuses.iter().all(stopped)
-        && init_stopped
 }
 
 /// The removal, and on success the object as the patch left it.
@@ -157,7 +132,3 @@ where
     .await
     .map(Some)
 }
-
-#[cfg(test)]
-#[path = "finalizers_tests.rs"]
-mod finalizers_tests;

@@ -12,6 +12,7 @@ pub mod node_loss;
 pub mod nodes;
 pub mod notice;
 pub mod notify;
+pub mod pod_ended;
 pub mod podspec;
 pub mod rejection;
 pub mod status;

@@ -114,6 +114,9 @@ pub enum Action {
         blocker: &'static str,
         class: &'static str,
     },
+    /// Delete, without grace, a pod lifeguard released once the kubelet reports all its
+    /// containers terminated (`stuck_terminating`): routine, so no Event.
+    RemoveStoppedPod,
     /// Delete, without grace, a released pod still Terminating long after its grace period
     /// with no container running (`stuck_terminating`).
     ForceDeletePod {

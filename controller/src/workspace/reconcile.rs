@@ -63,6 +63,7 @@ fn action_name(action: &Action) -> &'static str {
         Action::Refuse(_) => "refuse",
         Action::RecordStartFailure { .. } => "start_failed",
         Action::ForceDeletePod { .. } => "force_delete_pod",
+        Action::RemoveStoppedPod => "remove_stopped_pod",
         Action::DeletePod { .. } => "delete_pod",
         Action::ReleasePod => "release_pod",
         Action::RecordDisposal(_) => "record_disposal",
@@ -416,6 +417,19 @@ async fn reconcile_plan(
                 )
             };
             event(ctx, ws, EventType::Warning, reason, note).await;
+        }
+        Action::RemoveStoppedPod => {
+            if let Some(pod) = &pod {
+                match pods
+                    .delete(&pod.name_any(), &delete_this_pod(pod, Some(0)))
+                    .await
+                {
+                    Ok(_) => {}
+                    // Gone already (the kubelet was as quick), or a new pod of that name.
+                    Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
         }
         Action::ForceDeletePod { cause } => {
             if let Some(pod) = &pod {

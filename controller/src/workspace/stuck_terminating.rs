@@ -7,10 +7,19 @@
 //! past its deletion timestamp (which already includes its grace period) is deleted without
 //! grace. A pod whose containers still run (its node may be lost; see `node_loss`) is never
 //! force-deleted here: that could run two copies of a workspace at once.
+//!
+//! Before any of that: a pod lifeguard released (it carries `lifeguard.dev/released`) whose
+//! containers the kubelet now reports all terminated is removed at once, quietly. Releasing
+//! already does this when the containers are reported stopped by then; when the kubelet
+//! reports them a moment later, this is the pod event that finishes the stop, instead of
+//! the kubelet's own removal seconds later (which held a drain budget's slot: issue 21).
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 
+use lifeguard_api::names::RELEASED_ANNOTATION;
+
+use crate::pod_ended::nothing_left_to_stop;
 use crate::workspace::plan::{Action, Settings};
 
 /// When the pod counts as stuck, if it is a candidate at all.
@@ -33,10 +42,14 @@ pub fn stuck_at(pod: &Pod, settings: &Settings) -> Option<Timestamp> {
 }
 
 /// `action` is what `plan` decided for a pod; nothing to do for a deleting pod becomes a
-/// force-delete once it is stuck, or a wait until it would be.
+/// removal once lifeguard released it and nothing of it runs, a force-delete once it is
+/// stuck, or a wait until it would be.
 pub fn check(pod: &Pod, action: Action, now: Timestamp, settings: &Settings) -> Action {
     if action != Action::Idle {
         return action;
+    }
+    if released_by_lifeguard(pod) && nothing_left_to_stop(pod) {
+        return Action::RemoveStoppedPod;
     }
     let Some(at) = stuck_at(pod, settings) else {
         return action;
@@ -58,6 +71,13 @@ pub fn check(pod: &Pod, action: Action, now: Timestamp, settings: &Settings) -> 
             settings.stuck_terminating_after
         ),
     }
+}
+
+fn released_by_lifeguard(pod: &Pod) -> bool {
+    pod.metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(RELEASED_ANNOTATION))
 }
 
 #[cfg(test)]

@@ -105,3 +105,67 @@ fn a_released_pod_with_nothing_running_is_force_deleted_after_the_bound() {
         assert_eq!(got, want, "{case}");
     }
 }
+
+/// A pod of one container (`ide`) that lifeguard released (annotation and no finalizer),
+/// with these container statuses.
+fn released(containers: Value) -> Pod {
+    let mut pod = pod(
+        json!({"phase": "Running", "containerStatuses": containers}),
+        json!({"deletionTimestamp": "2026-12-01T12:00:00Z", "deletionGracePeriodSeconds": 30,
+               "finalizers": [], "annotations": {"lifeguard.dev/released": "2026-12-01T12:00:03Z"}}),
+    );
+    if let Some(spec) = pod.spec.as_mut() {
+        spec.containers = vec![
+            serde_json::from_value(json!({"name": "ide", "image": "x"}))
+                .expect("container literal"),
+        ];
+    }
+    pod
+}
+
+#[test]
+fn a_released_pod_is_removed_as_soon_as_the_kubelet_reports_it_stopped() {
+    let settings = Settings::default();
+    // Well within the stuck bound: this is the routine end of a stop, not a stuck pod.
+    let now = at("2026-12-01T12:00:04Z");
+    // (case, pod, plan's action, expected)
+    let cases: Vec<(&str, Pod, Action, &str)> = vec![
+        (
+            "released, every container terminated",
+            released(ended()),
+            Action::Idle,
+            "RemoveStoppedPod",
+        ),
+        (
+            "released, a container still running: the kubelet stops it first",
+            released(running()),
+            Action::Idle,
+            "Idle",
+        ),
+        (
+            "released, no container reported yet: wait for the kubelet, up to the bound",
+            released(json!([])),
+            Action::Idle,
+            "WaitUntil(2026-12-01T12:01:00Z)",
+        ),
+        (
+            "stopped but not released by lifeguard: only the stuck bound applies",
+            deleting(json!([]), ended()),
+            Action::Idle,
+            "WaitUntil(2026-12-01T12:01:00Z)",
+        ),
+        (
+            "the plan has something to do first",
+            released(ended()),
+            Action::ReleasePod,
+            "ReleasePod",
+        ),
+    ];
+    for (case, pod, action, want) in cases {
+        let got = match check(&pod, action, now, &settings) {
+            Action::WaitUntil(t) => format!("WaitUntil({t})"),
+            other => format!("{other:?}"),
+        };
+        assert_eq!(got, want, "{case}");
+    }
+}

@@ -44,10 +44,16 @@ where
 /// (`bench-node-drain`, issue 21). A pod with a container still running (or not yet
 /// reported) keeps its grace: the kubelet must stop it first.
 pub async fn release_pod(api: &Api<Pod>, name: &str) -> Result<Removal, kube::Error> {
-    let now = jiff::Timestamp::now().to_string();
-    let (removal, released) =
-        remove_marked(api, name, POD_FINALIZER, Some((RELEASED_ANNOTATION, &now))).await?;
-    if let Some(pod) = released.filter(pod_ended::nothing_left_to_stop) {
+    let now = jiff::Timestamp::now();
+    let stamp = now.to_string();
+    let (removal, released) = remove_marked(
+        api,
+        name,
+        POD_FINALIZER,
+        Some((RELEASED_ANNOTATION, &stamp)),
+    )
+    .await?;
+    if let Some(pod) = released.filter(|pod| pod_ended::nothing_left_to_stop(pod, now)) {
         let delete = DeleteParams {
             grace_period_seconds: Some(0),
             preconditions: pod.metadata.uid.clone().map(|uid| Preconditions {

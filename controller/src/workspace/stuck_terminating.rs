@@ -48,7 +48,7 @@ pub fn check(pod: &Pod, action: Action, now: Timestamp, settings: &Settings) -> 
     if action != Action::Idle {
         return action;
     }
-    if released_by_lifeguard(pod) && nothing_left_to_stop(pod) {
+    if released_by_lifeguard(pod) && nothing_left_to_stop(pod, now) {
         return Action::RemoveStoppedPod;
     }
     let Some(at) = stuck_at(pod, settings) else {

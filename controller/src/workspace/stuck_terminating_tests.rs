@@ -137,6 +137,15 @@ fn a_released_pod_is_removed_as_soon_as_the_kubelet_reports_it_stopped() {
             "RemoveStoppedPod",
         ),
         (
+            "released, its container removed (the 1.20 kubelet then reports it waiting)",
+            released(
+                json!([{"name": "ide", "image": "x", "imageID": "", "ready": false,
+                             "restartCount": 0, "state": {"waiting": {"reason": "ContainerCreating"}}}]),
+            ),
+            Action::Idle,
+            "RemoveStoppedPod",
+        ),
+        (
             "released, a container still running: the kubelet stops it first",
             released(running()),
             Action::Idle,

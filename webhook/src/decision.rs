@@ -52,16 +52,29 @@ fn subject(request: &AdmissionRequest) -> Subject {
     match (request.group.as_str(), request.kind.as_str()) {
         (GROUP, "Workspace") => Subject::Workspace,
         (GROUP, "MaintenanceWindow") => Subject::MaintenanceWindow,
-        ("", "Pod") if labels(request.object.as_ref()).contains_key(WORKSPACE_LABEL) => {
-            Subject::WorkspacePod
-        }
+        ("", "Pod") if has_workspace_label(request.object.as_ref()) => Subject::WorkspacePod,
         _ => Subject::Other,
     }
 }
 
+/// `object.metadata.<field>`. Not `Value::pointer`, which allocates a string per path
+/// segment on every call; these lookups run several times per admission.
+fn metadata_field<'a>(object: &'a Value, field: &str) -> Option<&'a Value> {
+    object.get("metadata")?.get(field)
+}
+
+/// Whether the object carries the workspace label (with a string value, as `labels` reads
+/// it), without copying every label: this runs for every pod admitted.
+fn has_workspace_label(object: Option<&Value>) -> bool {
+    object
+        .and_then(|o| metadata_field(o, "labels"))
+        .and_then(|labels| labels.get(WORKSPACE_LABEL))
+        .is_some_and(Value::is_string)
+}
+
 fn labels(object: Option<&Value>) -> BTreeMap<String, String> {
     object
-        .and_then(|o| o.pointer("/metadata/labels"))
+        .and_then(|o| metadata_field(o, "labels"))
         .and_then(Value::as_object)
         .map(|m| {
             m.iter()
@@ -140,7 +153,7 @@ fn deleting(request: &AdmissionRequest) -> bool {
     request
         .object
         .as_ref()
-        .and_then(|o| o.pointer("/metadata/deletionTimestamp"))
+        .and_then(|o| metadata_field(o, "deletionTimestamp"))
         .is_some_and(|t| !t.is_null())
 }
 
@@ -169,16 +182,14 @@ fn is_recreation(request: &AdmissionRequest, ctx: &Inputs) -> bool {
         return false;
     };
     let number = |key: &str| {
-        object
-            .pointer("/metadata/annotations")
+        metadata_field(object, "annotations")
             .and_then(|a| a.get(key))
             .and_then(Value::as_str)
             .and_then(|v| v.parse::<u32>().ok())
     };
     let annotated = number(RECREATION_ANNOTATION).is_some_and(|attempt| attempt >= 1)
         && number(START_ANNOTATION).is_some_and(|start| start >= 2);
-    let owned_by_workspace = object
-        .pointer("/metadata/ownerReferences")
+    let owned_by_workspace = metadata_field(object, "ownerReferences")
         .and_then(Value::as_array)
         .is_some_and(|refs| {
             refs.iter().any(|r| {
@@ -201,7 +212,7 @@ fn workspace_labels(request: &AdmissionRequest) -> BTreeMap<String, String> {
     let object = request.object.as_ref();
     if request.kind == "Pod"
         && let Some(carried) = object
-            .and_then(|o| o.pointer("/metadata/annotations"))
+            .and_then(|o| metadata_field(o, "annotations"))
             .and_then(|a| a.get(WORKSPACE_LABELS_ANNOTATION))
             .and_then(Value::as_str)
             .and_then(|text| serde_json::from_str::<BTreeMap<String, String>>(text).ok())
@@ -322,7 +333,7 @@ pub fn mutate(request: &AdmissionRequest, ctx: &Inputs) -> Decision {
     let Some(pod) = request.object.as_ref() else {
         return Decision::Allow;
     };
-    let finalizers = pod.pointer("/metadata/finalizers");
+    let finalizers = metadata_field(pod, "finalizers");
     let finalizer = match finalizers {
         None | Some(Value::Null) => add(&["metadata", "finalizers"], json!([POD_FINALIZER])),
         Some(Value::Array(list)) if list.iter().any(|f| f == POD_FINALIZER) => Decision::Allow,

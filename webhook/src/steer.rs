@@ -24,7 +24,8 @@ pub fn steer(pod: &Value, windows: &[&CompiledWindow]) -> Vec<PatchOperation> {
     if selectors.is_empty() {
         return Vec::new();
     }
-    let affinity = pod.pointer("/spec/affinity");
+    // Not `Value::pointer`: it allocates per path segment, on every workspace pod.
+    let affinity = pod.get("spec").and_then(|spec| spec.get("affinity"));
     let node_affinity = affinity.and_then(|a| a.get("nodeAffinity"));
     let required = node_affinity.and_then(|n| n.get(REQUIRED));
     // A term list that does not decode is left for the API server to refuse; steering

@@ -20,6 +20,7 @@ use serde_json::json;
 
 use super::nodes::{NodeMeta, NodeTally};
 use super::plan::{self, IDLE_POLL, SpecCheck, Survey, ValidWindow};
+use super::resume::ResumePlan;
 use super::{gates, hold, node_signal};
 use crate::metrics::Metrics;
 use crate::{Context, Error, FIELD_MANAGER};
@@ -142,38 +143,7 @@ pub async fn reconcile_window(
         .await;
     }
     if let Some(resume) = &survey.resume {
-        for (namespace, ws, request) in &resume.to_resume {
-            let api: Api<Workspace> = Api::namespaced(ctx.client.clone(), namespace);
-            let patch = json!({"metadata": {"annotations": {
-                DRAINED_BY_ANNOTATION: null,
-                DRAINED_UNTIL_ANNOTATION: null,
-                RESUME_ANNOTATION: request,
-            }}});
-            api.patch(ws, &PatchParams::default(), &Patch::Merge(&patch))
-                .await?;
-            tracing::info!(window = %name, workspace = %ws, %namespace, "resuming workspace");
-        }
-        if !resume.to_resume.is_empty() {
-            let names: Vec<String> = resume
-                .to_resume
-                .iter()
-                .take(10)
-                .map(|(namespace, ws, _)| format!("{namespace}/{ws}"))
-                .collect();
-            lifeguard_runtime::events::record(
-                &ctx.client,
-                &ctx.reporter,
-                &mw.object_ref(&()),
-                EventType::Normal,
-                "WorkspacesResumed",
-                format!(
-                    "the occurrence is over; {} drained workspaces start again: {}",
-                    resume.to_resume.len(),
-                    names.join(", ")
-                ),
-            )
-            .await;
-        }
+        ask_to_resume(&ctx, &mw, &name, resume).await?;
     }
     // A `Warn` or `DryRun` window marks no node (and clears marks left from `Enforce`).
     let marked = survey.nodes.as_ref().filter(|_| valid.window.enforces());
@@ -214,6 +184,49 @@ pub async fn reconcile_window(
         .await;
     }
     Ok(Requeue::requeue(settled.requeue))
+}
+
+/// Swaps the drained marks of the workspaces `resume` names for a resume request (the
+/// workspace reconciler then starts each again), and says who with one Event.
+async fn ask_to_resume(
+    ctx: &Context,
+    mw: &MaintenanceWindow,
+    name: &str,
+    resume: &ResumePlan,
+) -> Result<(), Error> {
+    for (namespace, ws, request) in &resume.to_resume {
+        let api: Api<Workspace> = Api::namespaced(ctx.client.clone(), namespace);
+        let patch = json!({"metadata": {"annotations": {
+            DRAINED_BY_ANNOTATION: null,
+            DRAINED_UNTIL_ANNOTATION: null,
+            RESUME_ANNOTATION: request,
+        }}});
+        api.patch(ws, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+        tracing::info!(window = %name, workspace = %ws, %namespace, "resuming workspace");
+    }
+    if !resume.to_resume.is_empty() {
+        let names: Vec<String> = resume
+            .to_resume
+            .iter()
+            .take(10)
+            .map(|(namespace, ws, _)| format!("{namespace}/{ws}"))
+            .collect();
+        lifeguard_runtime::events::record(
+            &ctx.client,
+            &ctx.reporter,
+            &mw.object_ref(&()),
+            EventType::Normal,
+            "WorkspacesResumed",
+            format!(
+                "the occurrence is over; {} drained workspaces start again: {}",
+                resume.to_resume.len(),
+                names.join(", ")
+            ),
+        )
+        .await;
+    }
+    Ok(())
 }
 
 /// The note of a `DrainPostponed` Event when more workspaces are postponed than the stored

@@ -54,22 +54,32 @@ pub async fn release_pod(api: &Api<Pod>, name: &str) -> Result<Removal, kube::Er
     )
     .await?;
     if let Some(pod) = released.filter(|pod| pod_ended::nothing_left_to_stop(pod, now)) {
-        let delete = DeleteParams {
-            grace_period_seconds: Some(0),
-            preconditions: pod.metadata.uid.clone().map(|uid| Preconditions {
-                uid: Some(uid),
-                resource_version: None,
-            }),
-            ..DeleteParams::default()
-        };
-        match api.delete(name, &delete).await {
-            Ok(_) => {}
-            // Gone already, or a new pod of the same name (the UID precondition): fine.
-            Err(kube::Error::Api(status)) if matches!(status.code, 404 | 409) => {}
-            Err(e) => return Err(e),
-        }
+        delete_exactly(api, &pod, Some(0)).await?;
     }
     Ok(removal)
+}
+
+/// Deletes exactly `pod` with `grace_seconds`: its UID is a precondition, so a replacement
+/// of the same name is never hit. `Ok(false)`: it was gone already, or the name holds
+/// another pod now; both mean there is nothing of this one left to delete.
+pub async fn delete_exactly(
+    api: &Api<Pod>,
+    pod: &Pod,
+    grace_seconds: Option<u32>,
+) -> Result<bool, kube::Error> {
+    let params = DeleteParams {
+        grace_period_seconds: grace_seconds,
+        preconditions: Some(Preconditions {
+            uid: pod.metadata.uid.clone(),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match api.delete(&pod.name_any(), &params).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(status)) if matches!(status.code, 404 | 409) => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 /// The removal, and on success the object as the patch left it.

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action as Requeue;
 use kube::runtime::events::EventType;
@@ -420,32 +420,20 @@ async fn reconcile_plan(
         }
         Action::RemoveStoppedPod => {
             if let Some(pod) = &pod {
-                match pods
-                    .delete(&pod.name_any(), &delete_this_pod(pod, Some(0)))
-                    .await
-                {
-                    Ok(_) => {}
-                    // Gone already (the kubelet was as quick), or a new pod of that name.
-                    Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
-                    Err(e) => return Err(e.into()),
-                }
+                // Gone already (the kubelet was as quick), or a new pod of that name: fine.
+                finalizers::delete_exactly(pods, pod, Some(0)).await?;
             }
         }
         Action::ForceDeletePod { cause } => {
-            if let Some(pod) = &pod {
-                let params = delete_this_pod(pod, Some(0));
-                match pods.delete(&pod.name_any(), &params).await {
-                    Ok(_) => {
-                        ctx.metrics
-                            .pods_force_deleted
-                            .with_label_values::<&str>(&[])
-                            .inc();
-                        let note = format!("force-deleted pod {}: {cause}", pod.name_any());
-                        event(ctx, ws, EventType::Warning, "PodForceDeleted", note).await;
-                    }
-                    Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
-                    Err(e) => return Err(e.into()),
-                }
+            if let Some(pod) = &pod
+                && finalizers::delete_exactly(pods, pod, Some(0)).await?
+            {
+                ctx.metrics
+                    .pods_force_deleted
+                    .with_label_values::<&str>(&[])
+                    .inc();
+                let note = format!("force-deleted pod {}: {cause}", pod.name_any());
+                event(ctx, ws, EventType::Warning, "PodForceDeleted", note).await;
             }
         }
         Action::GiveUp(status) => {
@@ -468,16 +456,12 @@ async fn reconcile_plan(
             grace_seconds,
             cause,
         } => {
-            if let Some(pod) = &pod {
-                let params = delete_this_pod(pod, grace_seconds.map(|g| g as u32));
-                match pods.delete(&pod.name_any(), &params).await {
-                    Ok(_) => {
-                        let note = format!("deleted pod {}: {cause}", pod.name_any());
-                        event(ctx, ws, EventType::Normal, "PodDeleted", note).await;
-                    }
-                    Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
-                    Err(e) => return Err(e.into()),
-                }
+            let grace = grace_seconds.map(|g| g as u32);
+            if let Some(pod) = &pod
+                && finalizers::delete_exactly(pods, pod, grace).await?
+            {
+                let note = format!("deleted pod {}: {cause}", pod.name_any());
+                event(ctx, ws, EventType::Normal, "PodDeleted", note).await;
             }
         }
         Action::RecordDisposal(status) => {
@@ -544,19 +528,6 @@ async fn reconcile_plan(
         Action::Idle => return Ok(Pass::Done(Requeue::await_change())),
     }
     Ok(Pass::Done(Requeue::requeue(AFTER_WRITE)))
-}
-
-/// Deletes exactly this pod: the UID precondition makes sure a replacement of the same
-/// name is never hit.
-fn delete_this_pod(pod: &Pod, grace_seconds: Option<u32>) -> DeleteParams {
-    DeleteParams {
-        grace_period_seconds: grace_seconds,
-        preconditions: Some(Preconditions {
-            uid: pod.metadata.uid.clone(),
-            resource_version: None,
-        }),
-        ..DeleteParams::default()
-    }
 }
 
 fn count_removal(ctx: &Context, kind: &str, removal: Removal) {

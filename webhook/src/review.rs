@@ -372,6 +372,27 @@ pub fn response(
     Ok(response.into_review())
 }
 
+/// The answer's bytes. Most answers are a plain "allowed", written directly: through kube's
+/// `AdmissionResponse` it costs a default `Status`, the review's wrapper and their
+/// serialization, a visible share of a request's time under load (`bench/admission-profile`).
+/// Every other answer goes through [`response`].
+pub fn encode(uid: &str, outcome: &Decision) -> Result<Vec<u8>, String> {
+    if let Decision::Allow = outcome {
+        let uid = serde_json::to_string(uid).map_err(|e| e.to_string())?;
+        let mut body = Vec::with_capacity(ALLOWED_HEAD.len() + uid.len() + ALLOWED_TAIL.len());
+        body.extend_from_slice(ALLOWED_HEAD.as_bytes());
+        body.extend_from_slice(uid.as_bytes());
+        body.extend_from_slice(ALLOWED_TAIL.as_bytes());
+        return Ok(body);
+    }
+    let review = response(uid, outcome).map_err(|e| e.to_string())?;
+    serde_json::to_vec(&review).map_err(|e| e.to_string())
+}
+
+const ALLOWED_HEAD: &str =
+    r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"#;
+const ALLOWED_TAIL: &str = r#","allowed":true,"status":{}}}"#;
+
 /// What the webhook answers for one request.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
@@ -483,6 +504,23 @@ mod tests {
         assert_eq!(body["response"]["uid"], "u-1");
         assert_eq!(body["response"]["allowed"], true);
         assert!(body["response"].get("patch").is_none());
+    }
+
+    #[test]
+    fn the_direct_allowed_answer_reads_as_kubes_with_the_uid_escaped() {
+        for uid in ["u-1", "with \"quotes\" and \\ and \u{1}"] {
+            let direct: Value =
+                serde_json::from_slice(&encode(uid, &Decision::Allow).expect("encodes"))
+                    .expect("the direct answer is JSON");
+            let through_kube = answer(uid, &Decision::Allow);
+            // The same document kube's types write, byte order aside.
+            assert_eq!(direct, through_kube, "{uid}");
+            // And kube reads the direct answer back.
+            let review: AdmissionReview<DynamicObject> =
+                serde_json::from_value(direct).expect("kube reads the direct answer");
+            let response = review.response.expect("a response");
+            assert!(response.allowed && response.uid == uid);
+        }
     }
 
     #[test]

@@ -148,11 +148,10 @@ async fn admit(state: &AppState, webhook: Webhook, body: &[u8]) -> Response {
         }
     };
     let outcome = decide(state, webhook, &request).await;
-    let body = match review::response(&request.uid, &outcome).map(|r| serde_json::to_vec(&r)) {
-        Ok(Ok(body)) => body,
+    let body = match review::encode(&request.uid, &outcome) {
+        Ok(body) => body,
         // Only a patch that cannot be written as JSON fails here: a defect, said as such.
-        Ok(Err(error)) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &error.to_string()),
-        Err(error) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &error.to_string()),
+        Err(error) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &error),
     };
     state
         .metrics

@@ -33,6 +33,13 @@ kubelet_go="$work/src/pkg/kubemark/hollow_kubelet.go"
 sed -i 's|^\tc.Address = "0.0.0.0" /\* bind address \*/$|\tc.Address = "127.0.0.1" /* bind address */|' "$kubelet_go"
 grep -q '^.c.Address = "127.0.0.1"' "$kubelet_go" ||
   die "patching $kubelet_go for a loopback address failed (the source changed?)"
+# kubemark 1.20's fake OS (pkg/kubelet/container/testing) keeps the files its pod workers
+# create in a map without a lock; with a few hundred pods starting on one hollow node,
+# two workers wrote at once and the node died ("fatal error: concurrent map writes" in
+# FakeOS.Create, during a 1,000-pod mass start). Later releases lock it too.
+step "hollow kubelet: lock the fake OS"
+(cd "$work/src" && git apply --verbose "$here/kubemark-fakeos-lock.patch") >>"$log" 2>&1 ||
+  die "patching the fake OS failed (the source changed?)" "$log"
 step "build kubemark (several minutes on two cores)"
 k8s_source_make "$work" "$log" cmd/kubemark
 mkdir -p "$LG_KUBEMARK_BIN"

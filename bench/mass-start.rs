@@ -294,6 +294,7 @@ async fn run_both(
             }
         })
     };
+    let reconciles_before = lifeguard_e2e::reconciles_by_action(client).await?;
     let seen = Arc::new(Mutex::new(Seen::default()));
     let watch = watch_pods(pods.clone(), seen.clone());
     let workspaces: Api<Workspace> = Api::namespaced(client.clone(), ns);
@@ -311,6 +312,7 @@ async fn run_both(
     .await?;
     watch.abort();
     sampler.abort();
+    let reconciles_after = lifeguard_e2e::reconciles_by_action(client).await?;
     let peak = *peak
         .lock()
         .map_err(|_| anyhow::anyhow!("RSS sampler panicked"))?;
@@ -325,6 +327,19 @@ async fn run_both(
         "ratio (lifeguard / direct): pods created per second {:.2} (target >= 0.8); time until all Running {:.2}",
         lifeguard.rate(n) / direct.rate(n),
         direct.all_running.as_secs_f64() / lifeguard.all_running.as_secs_f64()
+    );
+    // What the controller did per workspace while starting them: the reconciles that change
+    // nothing (idle, wait) each read the Workspace and its pod.
+    let per_workspace: Vec<String> = reconciles_after
+        .iter()
+        .filter_map(|(action, after)| {
+            let done = after - reconciles_before.get(action).copied().unwrap_or(0.0);
+            (done > 0.0).then(|| format!("{action} {:.2}", done / n as f64))
+        })
+        .collect();
+    println!(
+        "controller reconciles per workspace during the start: {}",
+        per_workspace.join(", ")
     );
     println!(
         "controller RSS: {rss_before:.1} MiB before, peak {peak:.1} MiB during the start (sampled every 250 ms), peak since it started (VmHWM) {:.1} MiB",

@@ -127,6 +127,32 @@ pub async fn metric_sum(
     Ok(sum)
 }
 
+/// The workspace reconciles so far by action (`lifeguard_controller_reconciles_total`'s
+/// label), summed over every Ready controller pod.
+pub async fn reconciles_by_action(
+    client: &Client,
+) -> anyhow::Result<std::collections::BTreeMap<String, f64>> {
+    const SERIES: &str = "lifeguard_controller_reconciles_total{";
+    let mut by_action = std::collections::BTreeMap::new();
+    for pod in ready_pods(client, Component::Controller).await? {
+        let url = format!("{}/metrics", ops_url(&pod, Component::Controller)?);
+        for line in http_get(&url)?.lines() {
+            let Some(rest) = line.strip_prefix(SERIES) else {
+                continue;
+            };
+            let (labels, value) = rest.rsplit_once(' ').unwrap_or_default();
+            let action = labels
+                .split(',')
+                .find_map(|l| l.strip_prefix("action=\""))
+                .map_or(labels, |a| a.trim_end_matches('}').trim_end_matches('"'));
+            if let Ok(value) = value.parse::<f64>() {
+                *by_action.entry(action.to_string()).or_insert(0.0) += value;
+            }
+        }
+    }
+    Ok(by_action)
+}
+
 /// The holder of the controller's leader Lease: the leading pod's name.
 pub async fn controller_leader(client: &Client) -> anyhow::Result<Option<String>> {
     let leases: Api<Lease> = Api::namespaced(client.clone(), LIFEGUARD_NAMESPACE);

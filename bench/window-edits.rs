@@ -1,10 +1,11 @@
 //! Benchmark: what one edit of one MaintenanceWindow costs the controller with N
 //! Workspaces. The workspace reconciler keeps notices, so a window that can give notice
-//! (drain + notice, enforced, not suspended) must make every workspace look again when its
-//! spec changes; any other window's edit moves no notice. Counted here: workspace
-//! reconciles (`lifeguard_controller_reconciles_total`, all actions, summed over the
-//! controller replicas) per edit, for K edits of a window without notice and K edits of one
-//! with notice, both opening tomorrow and covering none of the N workspaces.
+//! (drain + notice, enforced, not suspended) must make the workspaces it covers (by
+//! namespace) look again when its spec changes; any other window's edit moves no notice.
+//! Counted here: workspace reconciles (`lifeguard_controller_reconciles_total`, all
+//! actions, summed over the controller replicas) per edit, for K edits each of three
+//! windows opening tomorrow: one without notice and one with notice, both covering none of
+//! the N workspaces' namespace, and one with notice covering it.
 //!
 //!   cargo run --release -p lifeguard-e2e --bin bench-window-edits -- [N] [K]
 //!
@@ -17,27 +18,15 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use lifeguard_api::{MaintenanceWindow, Workspace};
-use lifeguard_e2e::{Component, ready_pods, rfc3339, unique_name, workspace};
+use lifeguard_e2e::{rfc3339, unique_name, workspace};
 use serde_json::json;
-
-const SERIES: &str = "lifeguard_controller_reconciles_total{";
 
 /// Workspace reconciles so far, every action, every replica.
 async fn reconciles(client: &Client) -> anyhow::Result<f64> {
-    let mut sum = 0.0;
-    for pod in ready_pods(client, Component::Controller).await? {
-        let url = format!(
-            "{}/metrics",
-            lifeguard_e2e::ops_url(&pod, Component::Controller)?
-        );
-        let text = lifeguard_e2e::http_get(&url)?;
-        sum += text
-            .lines()
-            .filter(|l| l.starts_with(SERIES))
-            .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
-            .sum::<f64>();
-    }
-    Ok(sum)
+    Ok(lifeguard_e2e::reconciles_by_action(client)
+        .await?
+        .values()
+        .sum())
 }
 
 /// The reconcile count once it has not moved for three looks in a row (1.5 s).
@@ -61,7 +50,7 @@ async fn settled(client: &Client) -> anyhow::Result<f64> {
 async fn workspaces(client: &Client, n: usize) -> anyhow::Result<String> {
     let ns = unique_name("bench-edits");
     let namespace: Namespace = serde_json::from_value(
-        json!({"metadata": {"name": ns, "labels": {"lifeguard.dev/e2e": "true"}}}),
+        json!({"metadata": {"name": ns, "labels": {"lifeguard.dev/e2e": "true", "lifeguard.dev/bench": ns}}}),
     )?;
     Api::<Namespace>::all(client.clone())
         .create(&PostParams::default(), &namespace)
@@ -108,6 +97,7 @@ async fn main() -> anyhow::Result<()> {
     let k: usize = args.next().map(|a| a.parse()).transpose()?.unwrap_or(5);
     let client = lifeguard_e2e::client().await?;
     let ns = workspaces(&client, n).await?;
+    let covered = json!({"matchLabels": {"lifeguard.dev/bench": ns}});
     let start = Timestamp::now() + SignedDuration::from_hours(24);
     let end = start + SignedDuration::from_hours(1);
     // Covers no namespace of the bench: the cost measured is the signal's, not a drain's.
@@ -127,6 +117,13 @@ async fn main() -> anyhow::Result<()> {
             k,
         )
         .await?;
+        let covering = edits(
+            &client,
+            json!({"start": rfc3339(start), "end": rfc3339(end), "namespaceSelector": covered,
+                   "drain": true, "notice": "2h"}),
+            k,
+        )
+        .await?;
         let median = |v: &[f64]| {
             let mut v = v.to_vec();
             v.sort_by(f64::total_cmp);
@@ -138,8 +135,12 @@ async fn main() -> anyhow::Result<()> {
             median(&quiet)
         );
         println!(
-            "window with drain and notice: reconciles per edit {notifying:?}, median {}",
+            "window with drain and notice, covering none: reconciles per edit {notifying:?}, median {}",
             median(&notifying)
+        );
+        println!(
+            "window with drain and notice, covering the {n}: reconciles per edit {covering:?}, median {}",
+            median(&covering)
         );
         anyhow::Ok(())
     }

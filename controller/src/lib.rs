@@ -8,9 +8,11 @@ pub mod flags;
 pub mod leader;
 pub mod memory;
 pub mod metrics;
+pub mod namespaces;
 pub mod node_loss;
 pub mod nodes;
 pub mod notice;
+pub mod notice_reach;
 pub mod notify;
 pub mod pod_ended;
 pub mod podspec;
@@ -45,6 +47,8 @@ pub struct Context {
     pub client: kube::Client,
     /// The MaintenanceWindows, for notices (`window_watch`).
     pub windows: WindowCache,
+    /// Namespace labels, for windows' `namespaceSelector`s (`namespaces`).
+    pub namespaces: namespaces::NamespaceCache,
     pub settings: Settings,
     /// Names this replica in Events (`lifeguard_runtime::events`).
     pub reporter: Reporter,

@@ -1,6 +1,7 @@
 //! Start-up and wiring: ops endpoints, leader election, the sweep, the watches and the two
 //! reconcilers, and shutdown.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -12,9 +13,9 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Config as ControllerConfig;
 use kube::runtime::events::Reporter;
-use kube::runtime::reflector;
+use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{Controller, WatchStreamExt, watcher};
-use kube::{Api, Client};
+use kube::{Api, Client, ResourceExt};
 use lifeguard_api::names::WORKSPACE_LABEL;
 use lifeguard_api::receipt::DisposalReceipt;
 use lifeguard_api::{MaintenanceWindow, Workspace, WorkspacePhase};
@@ -25,7 +26,7 @@ use crate::flags::Config;
 use crate::metrics::Metrics;
 use crate::workspace::reconcile::{error_policy, reconcile};
 use crate::workspace::trigger;
-use crate::{Context, leader, memory, nodes, sweep, window, window_watch};
+use crate::{Context, leader, memory, namespaces, nodes, sweep, window, window_watch};
 
 /// A standby is ready too (it has nothing to serve until it leads); a replica is not ready
 /// only between start and joining the election.
@@ -78,6 +79,23 @@ async fn count_phases(client: Client, metrics: Metrics) {
         }
         memory::release_free_heap();
     }
+}
+
+/// The Workspaces in each set of namespaces `signals` names, from the controller's own
+/// cache (names only), so a signal costs no API call.
+fn in_namespaces(
+    cache: reflector::Store<PartialObjectMeta<Workspace>>,
+    signals: impl futures::Stream<Item = BTreeSet<String>> + Send + 'static,
+) -> impl futures::Stream<Item = ObjectRef<PartialObjectMeta<Workspace>>> + Send + 'static {
+    signals.flat_map(move |namespaces| {
+        let refs: Vec<_> = cache
+            .state()
+            .iter()
+            .filter(|ws| ws.namespace().is_some_and(|ns| namespaces.contains(&ns)))
+            .map(|ws| ObjectRef::from_obj(ws.as_ref()))
+            .collect();
+        futures::stream::iter(refs)
+    })
 }
 
 /// On a clean stop the reconcilers are done and every notifier with them, so the delivery
@@ -176,7 +194,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             }
         });
     }
-    let (windows, window_changes) = window_watch::watch(client.clone());
+    let (namespaces, namespace_changes) = namespaces::watch(client.clone());
+    let (windows, notice_signals) = window_watch::watch(client.clone(), namespaces.clone());
     // Only the leader sends: the delivery task starts here, after the Lease is won, and
     // ends with this process (a standby never sends).
     let (notify, notify_task) = match &notify_settings {
@@ -199,6 +218,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let context = Arc::new(Context {
         client: client.clone(),
         windows,
+        namespaces,
         settings,
         reporter,
         metrics: metrics.clone(),
@@ -236,6 +256,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     // Bounded concurrency: unbounded, a cold start with thousands of Workspaces keeps
     // thousands of requests and their buffers in flight at once. Pods are watched as
     // metadata only: the owner reference is all the trigger needs.
+    let store_for_signals = store.clone();
     let controller = Controller::for_stream(workspace_events, store)
         .owns(
             Api::<PartialObjectMeta<Pod>>::all(client.clone()),
@@ -248,7 +269,11 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             |receipt| trigger::workspace_of_receipt(&receipt),
         )
         .reconcile_on(node_triggers)
-        .reconcile_all_on(window_changes)
+        .reconcile_on(in_namespaces(
+            store_for_signals,
+            futures::stream::select(notice_signals.namespaces, namespace_changes),
+        ))
+        .reconcile_all_on(notice_signals.everyone)
         .with_config(ControllerConfig::default().concurrency(config.concurrency));
     let counter = tokio::spawn(count_phases(client.clone(), metrics.clone()));
     let workspaces = controller

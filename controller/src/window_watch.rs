@@ -1,14 +1,15 @@
 //! The workspace reconciler's own cache of MaintenanceWindows (for notices), and the
-//! signal that makes every workspace look again when a window that can give notice (before
-//! or after the change) changes its spec or goes. Other windows' edits move no notice, and
-//! with 10,000 workspaces one signal costs about 20,000 API calls (docs/benchmarks.md,
-//! "Many windows").
+//! signal that makes workspaces look again when a window that can give notice (before or
+//! after the change) changes its spec or goes: only the workspaces in the namespaces either
+//! version covers (`notice_reach`), or every workspace after a (re)list. Other windows'
+//! edits move no notice. With 10,000 workspaces one signal to everyone costs about 20,000
+//! API calls (docs/benchmarks.md, "Many windows").
 //!
 //! Its own watch rather than the window controller's cache: that controller already waits
 //! on its store's readiness, and a kube `Store` wakes only one waiter, so a second wait on
 //! the same store never returned. Windows are few; a second watch of them costs little.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -18,6 +19,10 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
 use lifeguard_api::MaintenanceWindow;
+use lifeguard_api::window::CompiledWindow;
+
+use crate::namespaces::NamespaceCache;
+use crate::notice_reach::{self, Reach};
 
 #[derive(Clone)]
 pub struct WindowCache {
@@ -26,43 +31,74 @@ pub struct WindowCache {
     pub ready: Arc<AtomicBool>,
 }
 
-/// What the watch remembers of a window: its generation (status writes keep it) and
-/// whether its spec can give notice.
-type Seen = (Option<i64>, bool);
+/// What the watch remembers of a window: its generation (status writes keep it) and, when
+/// its spec can give notice, the window compiled (for the namespaces it covers).
+type Seen = (Option<i64>, Option<CompiledWindow>);
 
-/// Whether an event about window `name` at `generation`, able to give notice or not
-/// (`notifies`), may change who carries a notice: a new spec of a window that can give
-/// notice before or after it (a window not seen before counts as unable before).
-fn notices_may_move(
+type Namespaces = Option<Vec<(String, BTreeMap<String, String>)>>;
+
+/// Who may see a notice move after an event about window `name` at `generation`, compiled
+/// as `after` when it can give notice: a new spec of a window that can give notice before
+/// or after it (a window not seen before counts as unable before). `namespaces` is asked
+/// only when the answer depends on them.
+fn reach_of_apply(
     seen: &mut HashMap<String, Seen>,
     name: &str,
     generation: Option<i64>,
-    notifies: bool,
-) -> bool {
-    match seen.insert(name.to_string(), (generation, notifies)) {
-        Some((before, _)) if before == generation => false,
-        Some((_, notified)) => notified || notifies,
-        None => notifies,
+    after: Option<CompiledWindow>,
+    namespaces: impl FnOnce() -> Namespaces,
+) -> Reach {
+    let before = match seen.insert(name.to_string(), (generation, after.clone())) {
+        Some((seen_generation, _)) if seen_generation == generation => return Reach::Nobody,
+        Some((_, before)) => before,
+        None => None,
+    };
+    if before.is_none() && after.is_none() {
+        return Reach::Nobody;
+    }
+    notice_reach::of_change(before.as_ref(), after.as_ref(), namespaces().as_deref())
+}
+
+/// Who may see a notice withdrawn by the deletion of window `name`.
+fn reach_of_deletion(
+    seen: &mut HashMap<String, Seen>,
+    name: &str,
+    namespaces: impl FnOnce() -> Namespaces,
+) -> Reach {
+    match seen.remove(name) {
+        // Unknown (deleted while the watch relisted): everyone looks again, to be safe.
+        None => Reach::Everyone,
+        Some((_, None)) => Reach::Nobody,
+        Some((_, before)) => {
+            notice_reach::of_change(before.as_ref(), None, namespaces().as_deref())
+        }
     }
 }
 
-/// Whether the deletion of window `name` may withdraw notices.
-fn deletion_moves_notices(seen: &mut HashMap<String, Seen>, name: &str) -> bool {
-    // Unknown (deleted while the watch relisted): look again to be safe.
-    seen.remove(name).is_none_or(|(_, notified)| notified)
+/// The window compiled, when its spec can give notice (an invalid window gives none).
+fn notifying(w: &MaintenanceWindow) -> Option<CompiledWindow> {
+    if !lifeguard_api::notice::may_give_notice(&w.spec) {
+        return None;
+    }
+    CompiledWindow::compile(w).ok()
 }
 
-fn notifies(w: &MaintenanceWindow) -> bool {
-    lifeguard_api::notice::may_give_notice(&w.spec)
+/// The two signals of the window watch.
+pub struct NoticeSignals {
+    /// Every workspace looks again: after each (re)list, and for a window that covers
+    /// every namespace.
+    pub everyone: mpsc::UnboundedReceiver<()>,
+    /// The workspaces in these namespaces look again.
+    pub namespaces: mpsc::UnboundedReceiver<BTreeSet<String>>,
 }
 
-/// Starts watching MaintenanceWindows. Each `()` on the receiver means "every workspace
-/// looks again": after each (re)list, and on a changed spec or a deletion of a window that
-/// can give notice.
-pub fn watch(client: Client) -> (WindowCache, mpsc::UnboundedReceiver<()>) {
+/// Starts watching MaintenanceWindows; `namespaces` narrows a change to the namespaces it
+/// can move notices in.
+pub fn watch(client: Client, namespaces: NamespaceCache) -> (WindowCache, NoticeSignals) {
     let (store, writer) = reflector::store();
     let ready = Arc::new(AtomicBool::new(false));
-    let (changed, changes) = mpsc::unbounded();
+    let (to_everyone, everyone) = mpsc::unbounded();
+    let (to_namespaces, in_namespaces) = mpsc::unbounded();
     let events = watcher(
         Api::<MaintenanceWindow>::all(client),
         watcher::Config::default(),
@@ -72,91 +108,229 @@ pub fn watch(client: Client) -> (WindowCache, mpsc::UnboundedReceiver<()>) {
     let is_ready = ready.clone();
     tokio::spawn(async move {
         let mut seen: HashMap<String, Seen> = HashMap::new();
+        let known = || namespaces.all();
         futures::pin_mut!(events);
         while let Some(event) = events.next().await {
-            let look_again = match event {
+            let reach = match event {
                 Ok(watcher::Event::Init) => {
                     seen.clear();
-                    false
+                    Reach::Nobody
                 }
                 Ok(watcher::Event::InitApply(w)) => {
-                    seen.insert(w.name_any(), (w.metadata.generation, notifies(&w)));
-                    false
+                    seen.insert(w.name_any(), (w.metadata.generation, notifying(&w)));
+                    Reach::Nobody
                 }
                 // A (re)list may have missed deletions and changes: everyone looks again.
                 Ok(watcher::Event::InitDone) => {
                     is_ready.store(true, Ordering::Release);
-                    true
+                    Reach::Everyone
                 }
-                Ok(watcher::Event::Apply(w)) => notices_may_move(
+                Ok(watcher::Event::Apply(w)) => reach_of_apply(
                     &mut seen,
                     &w.name_any(),
                     w.metadata.generation,
-                    notifies(&w),
+                    notifying(&w),
+                    known,
                 ),
-                Ok(watcher::Event::Delete(w)) => deletion_moves_notices(&mut seen, &w.name_any()),
+                Ok(watcher::Event::Delete(w)) => reach_of_deletion(&mut seen, &w.name_any(), known),
                 Err(error) => {
                     tracing::warn!(%error, "watching maintenance windows failed; retrying");
-                    false
+                    Reach::Nobody
                 }
             };
-            if look_again && changed.unbounded_send(()).is_err() {
-                return;
+            let sent = match reach {
+                Reach::Nobody => Ok(()),
+                Reach::Everyone => to_everyone.unbounded_send(()).map_err(drop),
+                Reach::Namespaces(names) => to_namespaces.unbounded_send(names).map_err(drop),
+            };
+            if sent.is_err() {
+                return; // the controller stopped
             }
         }
     });
-    (WindowCache { store, ready }, changes)
+    let signals = NoticeSignals {
+        everyone,
+        namespaces: in_namespaces,
+    };
+    (WindowCache { store, ready }, signals)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    /// A window selecting the namespaces of `team` (every namespace without one), compiled
+    /// when it can give notice.
+    fn version(team: Option<&str>, notice: bool) -> Option<CompiledWindow> {
+        let selector = team.map_or(json!({}), |t| json!({"matchLabels": {"team": t}}));
+        let mut spec = json!({
+            "start": "2030-01-01T02:00:00Z", "end": "2030-01-01T04:00:00Z",
+            "drain": true, "namespaceSelector": selector,
+        });
+        if notice {
+            spec["notice"] = json!("2h");
+        }
+        let w: MaintenanceWindow =
+            serde_json::from_value(json!({"metadata": {"name": "w"}, "spec": spec}))
+                .expect("window literal");
+        notifying(&w)
+    }
+
+    fn known() -> Namespaces {
+        let team = |t: &str| BTreeMap::from([("team".to_string(), t.to_string())]);
+        Some(vec![
+            ("a-dev".into(), team("a")),
+            ("b-dev".into(), team("b")),
+        ])
+    }
+
+    fn only(names: &[&str]) -> Reach {
+        Reach::Namespaces(names.iter().map(|n| n.to_string()).collect())
+    }
 
     #[test]
     fn only_a_window_that_can_give_notice_makes_workspaces_look_again() {
         let mut seen = HashMap::new();
         let cases = [
-            ("a new window giving notice", "upgrade", Some(1), true, true),
-            ("its status written", "upgrade", Some(1), true, false),
-            ("its spec changed", "upgrade", Some(2), true, true),
-            ("suspended: its notices go", "upgrade", Some(3), false, true),
-            ("edited while suspended", "upgrade", Some(4), false, false),
-            ("resumed: notices again", "upgrade", Some(5), true, true),
+            (
+                "a new window giving notice",
+                "upgrade",
+                Some(1),
+                None,
+                true,
+                Reach::Everyone,
+            ),
+            (
+                "its status written",
+                "upgrade",
+                Some(1),
+                None,
+                true,
+                Reach::Nobody,
+            ),
+            (
+                "its spec changed",
+                "upgrade",
+                Some(2),
+                None,
+                true,
+                Reach::Everyone,
+            ),
+            (
+                "suspended: its notices go",
+                "upgrade",
+                Some(3),
+                None,
+                false,
+                Reach::Everyone,
+            ),
+            (
+                "edited while suspended",
+                "upgrade",
+                Some(4),
+                None,
+                false,
+                Reach::Nobody,
+            ),
+            (
+                "resumed: notices again",
+                "upgrade",
+                Some(5),
+                None,
+                true,
+                Reach::Everyone,
+            ),
             (
                 "a new window without notice",
                 "freeze",
                 Some(1),
+                None,
                 false,
-                false,
+                Reach::Nobody,
             ),
             (
                 "edited, still without notice",
                 "freeze",
                 Some(2),
+                None,
                 false,
-                false,
+                Reach::Nobody,
             ),
-            ("given a notice", "freeze", Some(3), true, true),
+            (
+                "given a notice",
+                "freeze",
+                Some(3),
+                None,
+                true,
+                Reach::Everyone,
+            ),
+            (
+                "narrowed to team a",
+                "freeze",
+                Some(4),
+                Some("a"),
+                true,
+                Reach::Everyone,
+            ),
+            (
+                "moved to team b: a and b hear",
+                "freeze",
+                Some(5),
+                Some("b"),
+                true,
+                only(&["a-dev", "b-dev"]),
+            ),
+            (
+                "edited, still team b",
+                "freeze",
+                Some(6),
+                Some("b"),
+                true,
+                only(&["b-dev"]),
+            ),
+            (
+                "team b loses its notice",
+                "freeze",
+                Some(7),
+                Some("b"),
+                false,
+                only(&["b-dev"]),
+            ),
+            (
+                "a team without namespaces",
+                "new",
+                Some(1),
+                Some("c"),
+                true,
+                Reach::Nobody,
+            ),
         ];
-        for (what, name, generation, notifies, want) in cases {
-            assert_eq!(
-                notices_may_move(&mut seen, name, generation, notifies),
-                want,
-                "{what}"
-            );
+        for (what, name, generation, team, notice, want) in cases {
+            let got = reach_of_apply(&mut seen, name, generation, version(team, notice), known);
+            assert_eq!(got, want, "{what}");
         }
-        seen.insert("quiet".into(), (Some(1), false));
-        assert!(
-            deletion_moves_notices(&mut seen, "upgrade"),
-            "a notifying window deleted"
-        );
-        assert!(
-            !deletion_moves_notices(&mut seen, "quiet"),
-            "a quiet window deleted"
-        );
-        assert!(
-            deletion_moves_notices(&mut seen, "unknown"),
-            "not seen: look again"
-        );
+        seen.insert("quiet".into(), (Some(1), None));
+        seen.insert("team-a".into(), (Some(1), version(Some("a"), true)));
+        let deletions = [
+            (
+                "a notifying window for everyone",
+                "upgrade",
+                Reach::Everyone,
+            ),
+            ("a quiet window", "quiet", Reach::Nobody),
+            ("a notifying window for team a", "team-a", only(&["a-dev"])),
+            ("not seen: everyone, to be safe", "unknown", Reach::Everyone),
+        ];
+        for (what, name, want) in deletions {
+            assert_eq!(reach_of_deletion(&mut seen, name, known), want, "{what}");
+        }
+    }
+
+    #[test]
+    fn a_narrowed_change_reaches_everyone_until_namespaces_are_known() {
+        let mut seen = HashMap::new();
+        let got = reach_of_apply(&mut seen, "w", Some(1), version(Some("a"), true), || None);
+        assert_eq!(got, Reach::Everyone);
     }
 }

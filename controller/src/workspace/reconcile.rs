@@ -261,12 +261,18 @@ async fn wanted_notice(
     }
     let namespace_labels = if windows.iter().any(CompiledWindow::selects_namespaces) {
         let namespace = ws.namespace().ok_or(Error::NoNamespace)?;
-        let api: Api<PartialObjectMeta<Namespace>> = Api::all(ctx.client.clone());
-        api.get_metadata(&namespace)
-            .await?
-            .metadata
-            .labels
-            .unwrap_or_default()
+        match ctx.namespaces.labels(&namespace) {
+            Some(labels) => labels,
+            // Not in the cache yet (it is filling, or the namespace is brand new).
+            None => {
+                let api: Api<PartialObjectMeta<Namespace>> = Api::all(ctx.client.clone());
+                api.get_metadata(&namespace)
+                    .await?
+                    .metadata
+                    .labels
+                    .unwrap_or_default()
+            }
+        }
     } else {
         BTreeMap::new()
     };

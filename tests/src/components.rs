@@ -128,7 +128,7 @@ pub async fn metric_sum(
 }
 
 /// The workspace reconciles so far by action (`lifeguard_controller_reconciles_total`'s
-/// label), summed over every Ready controller pod.
+/// `result` label), summed over every Ready controller pod.
 pub async fn reconciles_by_action(
     client: &Client,
 ) -> anyhow::Result<std::collections::BTreeMap<String, f64>> {
@@ -141,10 +141,10 @@ pub async fn reconciles_by_action(
                 continue;
             };
             let (labels, value) = rest.rsplit_once(' ').unwrap_or_default();
+            // One label (`result`): the action taken, or the error's reason.
             let action = labels
-                .split(',')
-                .find_map(|l| l.strip_prefix("action=\""))
-                .map_or(labels, |a| a.trim_end_matches('}').trim_end_matches('"'));
+                .split_once("=\"")
+                .map_or(labels, |(_, value)| value.trim_end_matches("\"}"));
             if let Ok(value) = value.parse::<f64>() {
                 *by_action.entry(action.to_string()).or_insert(0.0) += value;
             }

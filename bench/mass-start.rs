@@ -103,6 +103,13 @@ impl Phase {
     }
 }
 
+/// Retries of one create answered with a server error, before the phase fails.
+const CREATE_RETRIES: usize = 3;
+
+fn is_transient(error: &anyhow::Error) -> bool {
+    matches!(error.downcast_ref::<kube::Error>(), Some(kube::Error::Api(s)) if s.code >= 500)
+}
+
 /// Creates `n` objects with `concurrency` requests in flight, then waits until the watch
 /// has seen `n` pods Running.
 async fn run_phase<F, Fut>(
@@ -116,14 +123,36 @@ where
     Fut: std::future::Future<Output = anyhow::Result<()>>,
 {
     let started = Instant::now();
+    let retried = std::sync::atomic::AtomicUsize::new(0);
+    let create = &create;
+    let retried_ref = &retried;
     let failed: Vec<anyhow::Error> = stream::iter(0..n)
-        .map(create)
+        .map(|i| async move {
+            // A create the API server answers with 500 (a webhook call that failed, an
+            // etcd timeout) is retried, as the controller retries its own, and counted.
+            for _ in 0..CREATE_RETRIES {
+                match create(i).await {
+                    Err(e) if is_transient(&e) => {
+                        if retried_ref.fetch_add(1, std::sync::atomic::Ordering::Relaxed) == 0 {
+                            println!("a create retried after: {e:#}");
+                        }
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                    other => return other,
+                }
+            }
+            create(i).await
+        })
         .buffer_unordered(concurrency)
         .filter_map(|r| futures::future::ready(r.err()))
         .collect()
         .await;
     if let Some(first) = failed.first() {
         anyhow::bail!("{} creates failed; the first: {first:#}", failed.len());
+    }
+    let retried = retried.into_inner();
+    if retried > 0 {
+        println!("{retried} creates retried after a 5xx answer");
     }
     let submitted = started.elapsed();
     let last = |times: &HashMap<String, Instant>| times.values().max().copied();

@@ -25,8 +25,8 @@ use kube::{Client, ResourceExt};
 use lifeguard_api::names::pod_name;
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    Component, Rejector, arg_value, declared_container, node_name, poll_until, sleeping_workspace,
-    unique_name,
+    Component, Rejector, arg_value, declared_container, every_workspace_rejected, node_name,
+    poll_until, sleeping_workspace, unique_name,
 };
 use serde_json::json;
 
@@ -94,19 +94,7 @@ async fn storm(client: &Client, ns: &str, rejector: &Rejector, n: usize) -> anyh
         .buffer_unordered(16)
         .try_collect::<Vec<()>>()
         .await?;
-    let rejected = poll_until("every workspace rejected once", TIMEOUT, || async {
-        let all = list(&workspaces).await?;
-        let done = all
-            .iter()
-            .filter(|w| {
-                w.status
-                    .as_ref()
-                    .is_some_and(|s| s.last_rejection.is_some())
-            })
-            .count();
-        Ok((done == n).then_some(all))
-    })
-    .await?;
+    let rejected = every_workspace_rejected(&workspaces, n, TIMEOUT).await?;
     let back = Timestamp::now();
     rejector.admit().await?;
     // The replacements the controller had scheduled then, by pod name, and the pods that

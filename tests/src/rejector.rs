@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Node;
 use kube::Client;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use lifeguard_api::Workspace;
 use serde_json::{Value, json};
 
@@ -78,4 +78,26 @@ pub fn sleeping_workspace(name: &str, rejector: &Rejector) -> anyhow::Result<Wor
         .small_requests()
         .pod_spec(rejector.pod_spec_fields())
         .build()
+}
+
+/// Waits until each of the `n` Workspaces in `workspaces`' namespace has recorded a
+/// rejection (`status.lastRejection`); returns them as they were then.
+pub async fn every_workspace_rejected(
+    workspaces: &Api<Workspace>,
+    n: usize,
+    timeout: Duration,
+) -> anyhow::Result<Vec<Workspace>> {
+    crate::poll_until("every workspace rejected once", timeout, || async move {
+        let list = workspaces.list(&ListParams::default()).await?.items;
+        let rejected = list
+            .iter()
+            .filter(|w| {
+                w.status
+                    .as_ref()
+                    .is_some_and(|s| s.last_rejection.is_some())
+            })
+            .count();
+        Ok((rejected == n).then_some(list))
+    })
+    .await
 }

@@ -17,7 +17,8 @@ use kube::{Client, ResourceExt};
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
     Admissions, Component, LIFEGUARD_NAMESPACE, Rejector, apply_crds, declared_container,
-    node_name, poll_until, sleeping_workspace, unique_name, wait_settled, with_namespace,
+    every_workspace_rejected, node_name, poll_until, sleeping_workspace, unique_name, wait_settled,
+    with_namespace,
 };
 use serde_json::json;
 
@@ -122,23 +123,8 @@ async fn a_rolling_update_fails_no_admission_and_loses_no_recreation() {
         let workspaces = &workspaces;
         // Admit again once every workspace has been refused at least once (well before
         // the earliest could use up its retries: 3 s, 6 s, 12 s of backoff).
-        let refused = poll_until(
-            "every workspace refused once",
-            Duration::from_secs(60),
-            || async move {
-                let list = workspaces.list(&ListParams::default()).await?.items;
-                let refused = list
-                    .iter()
-                    .filter(|w| {
-                        w.status
-                            .as_ref()
-                            .is_some_and(|s| s.last_rejection.is_some())
-                    })
-                    .count();
-                Ok((refused == WORKSPACES).then_some(()))
-            },
-        )
-        .await;
+        let refused =
+            every_workspace_rejected(workspaces, WORKSPACES, Duration::from_secs(60)).await;
         rejector.admit().await?;
         let rollouts = async {
             for (component, _) in originals.values() {

@@ -45,7 +45,8 @@ const H1_MAX_BUF: usize = 64 * 1024;
 #[derive(Debug, Clone, Copy)]
 pub struct ConnLimits {
     pub max_connections: usize,
-    /// HTTP/1: from the start of a request to the end of its headers.
+    /// HTTP/1: from the start of a request to the end of its headers, but never less than
+    /// `idle_timeout` (hyper starts this timer when the previous exchange ends).
     pub header_read_timeout: Duration,
     /// A connection with no bytes read or written for this long is closed gracefully
     /// (HTTP/2 GOAWAY; HTTP/1 closes after the current exchange).
@@ -130,10 +131,16 @@ pub async fn serve_tls(
 
 fn http_builder(limits: ConnLimits) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
+    // hyper times an HTTP/1 request's headers from the end of the previous exchange, so
+    // its header timer is also the idle limit of a kept-alive connection. At
+    // `header_read_timeout` (10 s) it closed idle connections the API server keeps for 90 s
+    // and reuses: a POST crossing that close failed with EOF and, failing closed, refused a
+    // pod (seen during a 5,000-pod mass start). So the timer gets the idle limit; a slow
+    // sender of headers is bounded by it, by `max_connections` and by the NetworkPolicy.
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read_timeout)
+        .header_read_timeout(limits.header_read_timeout.max(limits.idle_timeout))
         .max_buf_size(H1_MAX_BUF);
     builder
         .http2()

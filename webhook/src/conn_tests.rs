@@ -31,6 +31,10 @@ struct Running {
 }
 
 async fn start() -> Running {
+    start_with(LIMITS).await
+}
+
+async fn start_with(limits: ConnLimits) -> Running {
     let material = material();
     let store = Arc::new(CertStore::new(provider()));
     store
@@ -51,7 +55,7 @@ async fn start() -> Running {
         listener,
         TlsAcceptor::from(Arc::new(config)),
         app,
-        LIMITS,
+        limits,
         metrics,
         shutdown,
         GRACE,
@@ -165,4 +169,27 @@ async fn a_kept_alive_http1_connection_gets_its_next_request_answered_with_conne
         matches!(read, Ok(Ok(0)) | Ok(Err(_))),
         "the server closes the connection after that answer"
     );
+}
+
+#[tokio::test]
+async fn a_kept_alive_http1_connection_idle_past_the_header_read_timeout_is_still_served() {
+    // The API server keeps an idle webhook connection for 90 s and reuses it; a POST that
+    // meets a connection the webhook closed fails with EOF. Only `idle_timeout` may close
+    // an idle connection, not the header read timeout.
+    let limits = ConnLimits {
+        header_read_timeout: Duration::from_millis(500),
+        ..LIMITS
+    };
+    let running = start_with(limits).await;
+    let (mut tls, _) = connect(running.addr, &[&running.ca])
+        .await
+        .expect("handshake");
+    get_ok(&mut tls).await.expect("first request served");
+    // The stimulus is the idle time itself: twice the header read timeout.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let response = get_ok(&mut tls)
+        .await
+        .expect("the next request on the idle kept-alive connection is answered");
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    running.server.abort();
 }

@@ -111,7 +111,9 @@ pub struct Config {
     /// Open admission connections at most; further ones wait to be accepted.
     #[arg(long, env = "LIFEGUARD_WEBHOOK_MAX_CONNECTIONS", default_value_t = 128)]
     pub max_connections: usize,
-    /// Time a client has to send a request's headers (HTTP/1) and, separately, its body.
+    /// Time a client has to send a request's body. (HTTP/1 headers get `--idle-timeout`:
+    /// hyper starts their timer when the previous exchange ends, so it is also the idle
+    /// limit of a kept-alive connection.)
     #[arg(long, env = "LIFEGUARD_WEBHOOK_READ_TIMEOUT", default_value = "10s", value_parser = parse_interval)]
     pub read_timeout: Duration,
     /// A connection that moves no bytes for this long is closed gracefully. Longer than

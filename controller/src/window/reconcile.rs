@@ -71,6 +71,20 @@ async fn survey(ctx: &Context, valid: &ValidWindow, nodes: &[NodeMeta]) -> Resul
     Ok(survey)
 }
 
+/// A Normal Event about the window.
+async fn window_event(ctx: &Context, mw: &MaintenanceWindow, reason: &str, note: String) {
+    let regarding = mw.object_ref(&());
+    lifeguard_runtime::events::record(
+        &ctx.client,
+        &ctx.reporter,
+        &regarding,
+        EventType::Normal,
+        reason,
+        note,
+    )
+    .await;
+}
+
 pub async fn reconcile_window(
     mw: Arc<MaintenanceWindow>,
     ctx: Arc<Context>,
@@ -132,15 +146,7 @@ pub async fn reconcile_window(
         }
     }
     if let Some(note) = newly_postponed(&mw, &survey, valid.window.enforces()) {
-        lifeguard_runtime::events::record(
-            &ctx.client,
-            &ctx.reporter,
-            &mw.object_ref(&()),
-            EventType::Normal,
-            "DrainPostponed",
-            note,
-        )
-        .await;
+        window_event(&ctx, &mw, "DrainPostponed", note).await;
     }
     if let Some(resume) = &survey.resume {
         ask_to_resume(&ctx, &mw, &name, resume).await?;
@@ -149,11 +155,9 @@ pub async fn reconcile_window(
     let marked = survey.nodes.as_ref().filter(|_| valid.window.enforces());
     let drained_nodes = node_signal::apply(&ctx.client, &name, marked, &nodes).await?;
     for node in drained_nodes {
-        lifeguard_runtime::events::record(
-            &ctx.client,
-            &ctx.reporter,
-            &mw.object_ref(&()),
-            EventType::Normal,
+        window_event(
+            &ctx,
+            &mw,
             "NodeDrained",
             format!("no covered workspace is left on node {node}; it is labelled lifeguard.dev/drained=true"),
         )
@@ -173,15 +177,7 @@ pub async fn reconcile_window(
         write_status(&windows, &name, &settled.status).await?;
     }
     if let Some(note) = settled.drained_note {
-        lifeguard_runtime::events::record(
-            &ctx.client,
-            &ctx.reporter,
-            &mw.object_ref(&()),
-            EventType::Normal,
-            "Drained",
-            note,
-        )
-        .await;
+        window_event(&ctx, &mw, "Drained", note).await;
     }
     Ok(Requeue::requeue(settled.requeue))
 }
@@ -212,11 +208,9 @@ async fn ask_to_resume(
             .take(10)
             .map(|(namespace, ws, _)| format!("{namespace}/{ws}"))
             .collect();
-        lifeguard_runtime::events::record(
-            &ctx.client,
-            &ctx.reporter,
-            &mw.object_ref(&()),
-            EventType::Normal,
+        window_event(
+            ctx,
+            mw,
             "WorkspacesResumed",
             format!(
                 "the occurrence is over; {} drained workspaces start again: {}",

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use lifeguard_api::maintenance::MaintenanceWindow;
 use lifeguard_api::workspace::Workspace;
@@ -144,6 +145,62 @@ async fn workspace_pods_get_the_disposal_finalizer_next_to_foreign_ones() {
         assert_eq!(
             plain.metadata.finalizers, None,
             "non-workspace pods are untouched"
+        );
+        Ok(())
+    })
+    .await;
+}
+
+/// The create's answer is the object as stored at creation, before any controller could
+/// patch it: a finalizer there was stamped by the mutating webhook.
+#[tokio::test]
+async fn a_new_workspace_is_stored_with_the_controller_finalizer_next_to_foreign_ones() {
+    with_namespace("ws-finalizer", |client, ns| async move {
+        let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
+        let plain = workspaces
+            .create(&PostParams::default(), &workspace("alice").build()?)
+            .await?;
+        let mut with_foreign = workspace("bob").build()?;
+        with_foreign.metadata.finalizers = Some(vec!["example.com/keep".into()]);
+        let kept = workspaces
+            .create(&PostParams::default(), &with_foreign)
+            .await?;
+        // The foreign finalizer would hold the namespace's deletion: take it off first,
+        // keeping the controller's (a write that lost a race with its status write retries).
+        poll_until(
+            "bob's foreign finalizer is off",
+            Duration::from_secs(30),
+            || {
+                let workspaces = workspaces.clone();
+                async move {
+                    let current = workspaces.get("bob").await?;
+                    let rest: Vec<&String> = current
+                        .finalizers()
+                        .iter()
+                        .filter(|f| *f != "example.com/keep")
+                        .collect();
+                    let patch = json!({"metadata": {
+                    "resourceVersion": current.resource_version(), "finalizers": rest}});
+                    let done = workspaces
+                        .patch("bob", &PatchParams::default(), &Patch::Merge(&patch))
+                        .await
+                        .is_ok();
+                    Ok(done.then_some(()))
+                }
+            },
+        )
+        .await?;
+        assert_eq!(
+            plain.metadata.finalizers,
+            Some(vec!["lifeguard.dev/workspace".to_string()])
+        );
+        assert_eq!(
+            kept.metadata.finalizers,
+            Some(vec![
+                "example.com/keep".to_string(),
+                "lifeguard.dev/workspace".to_string()
+            ]),
+            "ours is appended, the foreign one stays first"
         );
         Ok(())
     })

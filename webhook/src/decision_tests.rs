@@ -461,6 +461,11 @@ fn finalizer_stamping() {
         pod["metadata"]["finalizers"] = finalizers;
         request("", "Pod", Operation::Create, pod)
     };
+    let workspace_with = |finalizers: Value| {
+        let mut object = workspace("alice");
+        object["metadata"]["finalizers"] = finalizers;
+        request("lifeguard.dev", "Workspace", Operation::Create, object)
+    };
     let cases: Vec<(&str, AdmissionRequest, Decision)> = vec![
         (
             "no finalizers",
@@ -514,12 +519,46 @@ fn finalizer_stamping() {
             Decision::Allow,
         ),
         (
-            "a Workspace is not a pod",
+            "a new Workspace gets the workspace finalizer",
             request(
                 "lifeguard.dev",
                 "Workspace",
                 Operation::Create,
                 workspace("alice"),
+            ),
+            patch(
+                json!({"op": "add", "path": "/metadata/finalizers", "value": ["lifeguard.dev/workspace"]}),
+            ),
+        ),
+        (
+            "a new Workspace keeps its other finalizers",
+            workspace_with(json!(["example.com/keep"])),
+            patch(
+                json!({"op": "add", "path": "/metadata/finalizers/-", "value": "lifeguard.dev/workspace"}),
+            ),
+        ),
+        (
+            "a Workspace stamped already",
+            workspace_with(json!(["lifeguard.dev/workspace"])),
+            Decision::Allow,
+        ),
+        (
+            "a Workspace update is left alone (the controller owns its finalizer then)",
+            request(
+                "lifeguard.dev",
+                "Workspace",
+                Operation::Update,
+                workspace("alice"),
+            ),
+            Decision::Allow,
+        ),
+        (
+            "a MaintenanceWindow gets nothing",
+            request(
+                "lifeguard.dev",
+                "MaintenanceWindow",
+                Operation::Create,
+                json!({"metadata": {"name": "upgrade"}, "spec": {}}),
             ),
             Decision::Allow,
         ),

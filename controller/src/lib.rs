@@ -15,6 +15,7 @@ pub mod notice;
 pub mod notice_reach;
 pub mod notify;
 pub mod pod_ended;
+pub mod pod_names;
 pub mod podspec;
 pub mod rejection;
 pub mod status;
@@ -55,6 +56,9 @@ pub struct Context {
     pub metrics: Metrics,
     /// Node readiness (`nodes`), and whether its first list is in.
     pub nodes: NodeStore,
+    /// Which workspace pods exist, by name (`pod_names`), so a new Workspace's first
+    /// reconcile need not read a pod that cannot exist yet.
+    pub pods: pod_names::PodNames,
     pub nodes_ready: Arc<AtomicBool>,
     /// Wakes a draining window when one of its stops ends (`window::stop_ended`), so its
     /// next stop starts at once instead of at its next poll.

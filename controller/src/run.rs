@@ -9,14 +9,12 @@ use std::time::Duration;
 use anyhow::Context as _;
 use axum::Router;
 use futures::{FutureExt, StreamExt};
-use k8s_openapi::api::core::v1::Pod;
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Config as ControllerConfig;
 use kube::runtime::events::Reporter;
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
-use lifeguard_api::names::WORKSPACE_LABEL;
 use lifeguard_api::receipt::DisposalReceipt;
 use lifeguard_api::{MaintenanceWindow, Workspace, WorkspacePhase};
 use lifeguard_runtime::ops::{Readiness, always_live};
@@ -26,7 +24,7 @@ use crate::flags::Config;
 use crate::metrics::Metrics;
 use crate::workspace::reconcile::{error_policy, reconcile};
 use crate::workspace::trigger;
-use crate::{Context, leader, memory, namespaces, nodes, sweep, window, window_watch};
+use crate::{Context, leader, memory, namespaces, nodes, pod_names, sweep, window, window_watch};
 
 /// A standby is ready too (it has nothing to serve until it leads); a replica is not ready
 /// only between start and joining the election.
@@ -194,6 +192,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             }
         });
     }
+    let (pods, pod_events) = pod_names::watch(client.clone());
     let (namespaces, namespace_changes) = namespaces::watch(client.clone());
     let (windows, notice_signals) = window_watch::watch(client.clone(), namespaces.clone());
     // Only the leader sends: the delivery task starts here, after the Lease is won, and
@@ -223,6 +222,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         reporter,
         metrics: metrics.clone(),
         nodes,
+        pods,
         nodes_ready,
         stop_ended,
         prometheus,
@@ -255,13 +255,11 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     );
     // Bounded concurrency: unbounded, a cold start with thousands of Workspaces keeps
     // thousands of requests and their buffers in flight at once. Pods are watched as
-    // metadata only: the owner reference is all the trigger needs.
+    // metadata only: the owner reference is all the trigger needs, and the name all the
+    // cache of pod names keeps (`pod_names`).
     let store_for_signals = store.clone();
     let controller = Controller::for_stream(workspace_events, store)
-        .owns(
-            Api::<PartialObjectMeta<Pod>>::all(client.clone()),
-            watcher::Config::default().labels(WORKSPACE_LABEL),
-        )
+        .owns_stream(pod_events)
         // A backup agent's receipt releases its stopping pod now, not at the timeout.
         .watches(
             Api::<PartialObjectMeta<DisposalReceipt>>::all(client.clone()),

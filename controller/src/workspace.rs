@@ -5,6 +5,7 @@
 pub mod namespace_policy;
 pub mod observe;
 pub mod plan;
+pub mod pod_read;
 pub mod reconcile;
 pub mod service_account_policy;
 pub mod start;

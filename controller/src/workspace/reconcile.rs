@@ -30,7 +30,7 @@ use crate::workspace::plan::{
     Action, CreateRefusal, REJECTED_AFTER_RUNNING, create_retry_at, plan_observed,
     record_create_refusal,
 };
-use crate::workspace::{observe, start_latency};
+use crate::workspace::{observe, pod_read, start_latency};
 use crate::{Context, Error, FIELD_MANAGER};
 
 /// How soon to look again after a write: the watch event usually comes first.
@@ -47,6 +47,9 @@ enum Pass {
     /// It only wrote the Workspace (its status, or its finalizer), and the write returned
     /// the Workspace as now stored: plan again with it.
     Rewritten(Box<Workspace>),
+    /// Its create found the pod's name taken, though the pod was taken as absent (from the
+    /// cache, `pod_read`, or a read that raced the create): read the pod and plan again.
+    PodExists,
 }
 
 fn action_name(action: &Action) -> &'static str {
@@ -123,7 +126,8 @@ async fn write_status(
 }
 
 /// The controller caches Workspaces as metadata only (10,000 full pod templates would cost
-/// far more memory) and reads the Workspace and its pod fresh for each reconcile.
+/// far more memory) and reads the Workspace and its pod fresh for each reconcile; only a
+/// new Workspace's pod is taken as absent from the cache of pod names (`pod_read`).
 ///
 /// A pass that only wrote the Workspace (its status or finalizer) is followed by another
 /// with the Workspace that write returned, instead of a fresh read after the write's watch event (the controller's
@@ -140,11 +144,17 @@ pub async fn reconcile(
     let Some(mut ws) = workspaces.get_opt(&name).await? else {
         return Ok(Requeue::await_change());
     };
-    let pod = pods.get_opt(&pod_name(&name)).await?;
+    let pod_name = pod_name(&name);
+    let mut pod = if pod_read::must_read(&ws, ctx.pods.lookup(&namespace, &pod_name)) {
+        pods.get_opt(&pod_name).await?
+    } else {
+        None
+    };
     for _ in 0..=CHAINED_WRITES {
         match reconcile_pass(&ctx, &workspaces, &pods, &ws, pod.as_ref()).await? {
             Pass::Done(requeue) => return Ok(requeue),
             Pass::Rewritten(stored) => ws = *stored,
+            Pass::PodExists => pod = pods.get_opt(&pod_name).await?,
         }
     }
     Ok(Requeue::requeue(AFTER_WRITE))
@@ -337,9 +347,7 @@ async fn reconcile_plan(
             }
         }
         Action::CreatePod { start, recreation } => {
-            return create_pod(ctx, ws, workspaces, pods, start, recreation)
-                .await
-                .map(Pass::Done);
+            return create_pod(ctx, ws, workspaces, pods, start, recreation).await;
         }
         Action::UpdateStatus(status) => {
             let stored = write_status(ctx, workspaces, ws, pod, &status).await?;
@@ -556,7 +564,7 @@ async fn create_pod(
     pods: &Api<Pod>,
     start: u32,
     recreation: Option<u32>,
-) -> Result<Requeue, Error> {
+) -> Result<Pass, Error> {
     let mut pod = podspec::build(ws, start, recreation);
     if disposal::confirmation_applies(ws, &ctx.settings) {
         pod.annotations_mut().insert(
@@ -569,9 +577,9 @@ async fn create_pod(
     }
     match pods.create(&PostParams::default(), &pod).await {
         Ok(_) => {}
-        // Already there (our earlier create whose status write was lost): the next
-        // reconcile reads it.
-        Err(kube::Error::Api(s)) if s.code == 409 => return Ok(Requeue::requeue(AFTER_WRITE)),
+        // Already there (our earlier create whose status write was lost, or a stranger's
+        // pod of that name): read it and plan with it.
+        Err(kube::Error::Api(s)) if s.code == 409 => return Ok(Pass::PodExists),
         // Refused (a quota, a maintenance window or another admission webhook, an invalid
         // spec): recorded where the user looks, retried with backoff, never using up one of
         // the rejection retries.
@@ -581,7 +589,7 @@ async fn create_pod(
                 reason: s.reason.clone(),
                 message: s.message.clone(),
             };
-            return refused(ctx, ws, workspaces, &refusal).await;
+            return refused(ctx, ws, workspaces, &refusal).await.map(Pass::Done);
         }
         Err(e) => return Err(e.into()),
     }
@@ -610,7 +618,7 @@ async fn create_pod(
         event(ctx, ws, EventType::Normal, "PodCreated", note).await;
     }
     write_status(ctx, workspaces, ws, None, &status).await?;
-    Ok(Requeue::requeue(AFTER_WRITE))
+    Ok(Pass::Done(Requeue::requeue(AFTER_WRITE)))
 }
 
 /// Records a refused create (status first, so a controller restarted in between does not

@@ -13,7 +13,8 @@
 //! pods per second (N / time from the first create to the last pod seen by a watch) and
 //! the time until every pod is Running; their ratio (lifeguard / direct, target >= 0.8);
 //! the leading controller's peak RSS during the lifeguard phase (sampled every 250 ms) and
-//! since it started (`VmHWM`). Then the mass drain (`mass_drain.rs`): a window draining
+//! since it started (`VmHWM`); the API server's requests per pod in each phase, by verb and
+//! resource (`apiserver_request_total`), which shows what a start costs it. Then the mass drain (`mass_drain.rs`): a window draining
 //! the N running workspaces against the N baseline pods deleted directly, both timed to the
 //! last pod gone. `KEEP=1` leaves the namespace behind.
 
@@ -177,6 +178,32 @@ where
     })
 }
 
+/// The API server's requests since `before`, per pod, largest first: `VERB resource
+/// count` for each call made at least once per 20 pods, then the total.
+async fn calls_per_pod(
+    before: &std::collections::BTreeMap<String, f64>,
+    client: &Client,
+    n: usize,
+) -> anyhow::Result<Vec<String>> {
+    let after = lifeguard_e2e::apiserver_requests(client).await?;
+    let mut calls: Vec<(String, f64)> = after
+        .into_iter()
+        .map(|(call, count)| {
+            let per_pod = (count - before.get(&call).copied().unwrap_or(0.0)) / n as f64;
+            (call, per_pod)
+        })
+        .collect();
+    let total: f64 = calls.iter().map(|(_, c)| c).sum();
+    calls.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut shown: Vec<String> = calls
+        .into_iter()
+        .filter(|(_, c)| *c >= 0.05)
+        .map(|(call, c)| format!("{call} {c:.2}"))
+        .collect();
+    shown.push(format!("total {total:.2}"));
+    Ok(shown)
+}
+
 /// A `/proc/<pid>/status` memory field (`VmRSS`, `VmHWM`) in MiB.
 fn status_mib(pid: u32, field: &str) -> anyhow::Result<f64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
@@ -285,6 +312,7 @@ async fn run_both(
     pid: u32,
 ) -> anyhow::Result<()> {
     // Baseline: the same pods, created directly.
+    let calls_before = lifeguard_e2e::apiserver_requests(client).await?;
     let seen = Arc::new(Mutex::new(Seen::default()));
     let watch = watch_pods(pods.clone(), seen.clone());
     let direct = run_phase(n, concurrency, &seen, |i| {
@@ -301,6 +329,7 @@ async fn run_both(
     })
     .await?;
     watch.abort();
+    let direct_calls = calls_per_pod(&calls_before, client, n).await?;
     println!(
         "direct:    {n} pods accepted in {:.1?}, {:.1} pods/s; all Running after {:.1?}",
         direct.pods_created,
@@ -324,6 +353,7 @@ async fn run_both(
         })
     };
     let reconciles_before = lifeguard_e2e::reconciles_by_action(client).await?;
+    let calls_before = lifeguard_e2e::apiserver_requests(client).await?;
     let seen = Arc::new(Mutex::new(Seen::default()));
     let watch = watch_pods(pods.clone(), seen.clone());
     let workspaces: Api<Workspace> = Api::namespaced(client.clone(), ns);
@@ -341,6 +371,7 @@ async fn run_both(
     .await?;
     watch.abort();
     sampler.abort();
+    let lifeguard_calls = calls_per_pod(&calls_before, client, n).await?;
     let reconciles_after = lifeguard_e2e::reconciles_by_action(client).await?;
     let peak = *peak
         .lock()
@@ -370,6 +401,9 @@ async fn run_both(
         "controller reconciles per workspace during the start: {}",
         per_workspace.join(", ")
     );
+    println!("API server requests per pod, from the first create to the last pod Running (every caller: the bench, the controller, the webhook's reads, the scheduler, the kubelets):");
+    println!("  direct:    {}", direct_calls.join(", "));
+    println!("  lifeguard: {}", lifeguard_calls.join(", "));
     println!(
         "controller RSS: {rss_before:.1} MiB before, peak {peak:.1} MiB during the start (sampled every 250 ms), peak since it started (VmHWM) {:.1} MiB",
         status_mib(pid, "VmHWM")?

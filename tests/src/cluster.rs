@@ -1,3 +1,4 @@
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -146,4 +147,38 @@ pub async fn workspace_event_reasons(
 ) -> anyhow::Result<Vec<String>> {
     let events = events_about(client, Some(ns), "Workspace", name).await?;
     Ok(events.into_iter().map(|(reason, _)| reason).collect())
+}
+
+/// The API server's requests so far (`apiserver_request_total`), summed over codes and
+/// callers, by `VERB resource` (`/subresource` where there is one): what a benchmark diffs
+/// to show which calls a phase cost.
+pub async fn apiserver_requests(client: &Client) -> anyhow::Result<BTreeMap<String, f64>> {
+    const SERIES: &str = "apiserver_request_total{";
+    let request = http::Request::get("/metrics").body(Vec::new())?;
+    let text = client.request_text(request).await?;
+    let mut by_call = BTreeMap::new();
+    for line in text.lines() {
+        let Some((labels, value)) = line
+            .strip_prefix(SERIES)
+            .and_then(|rest| rest.rsplit_once("} "))
+        else {
+            continue;
+        };
+        let label = |name: &str| {
+            labels
+                .split(',')
+                .find_map(|pair| pair.strip_prefix(name)?.strip_prefix("=\""))
+                .map_or("", |v| v.trim_end_matches('"'))
+        };
+        let (verb, resource, subresource) = (label("verb"), label("resource"), label("subresource"));
+        let call = if subresource.is_empty() {
+            format!("{verb} {resource}")
+        } else {
+            format!("{verb} {resource}/{subresource}")
+        };
+        if let Ok(value) = value.parse::<f64>() {
+            *by_call.entry(call).or_insert(0.0) += value;
+        }
+    }
+    Ok(by_call)
 }

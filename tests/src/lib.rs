@@ -20,7 +20,7 @@ mod workspace;
 
 pub use admissions::Admissions;
 pub use cluster::{
-    BUSYBOX_IMAGE, LOCAL_KUBECONFIG, apply_crds, client, events_about, node_name,
+    BUSYBOX_IMAGE, LOCAL_KUBECONFIG, apiserver_requests, apply_crds, client, events_about, node_name,
     workspace_event_reasons,
 };
 pub use components::{

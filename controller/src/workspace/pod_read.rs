@@ -7,8 +7,11 @@
 //! status) and is not being deleted, whose only possible action without a pod is to create
 //! one. Should a pod of that name exist after all (the cache is behind, or a stranger's pod
 //! without the workspace label took the name), the create is answered 409 and the reconcile
-//! reads the pod then (`reconcile`). Everything else reads the pod fresh: the pod's state
-//! decides stops, releases and rejections, where a cache that is behind could.
+//! reads the pod then (`reconcile`). If an admission webhook refuses that create first (a
+//! maintenance window), the refusal is recorded as for any new workspace, and the next
+//! reconcile, which has a status, reads the pod and finds the name taken. Everything else
+//! reads the pod fresh: the pod's state decides stops, releases and rejections, where a
+//! cache that is behind could do harm.
 
 use lifeguard_api::Workspace;
 

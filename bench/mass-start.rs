@@ -178,6 +178,21 @@ where
     })
 }
 
+/// The controller's reconciles between two readings, per workspace, by action.
+fn per_workspace(
+    before: &std::collections::BTreeMap<String, f64>,
+    after: &std::collections::BTreeMap<String, f64>,
+    n: usize,
+) -> Vec<String> {
+    after
+        .iter()
+        .filter_map(|(action, after)| {
+            let done = after - before.get(action).copied().unwrap_or(0.0);
+            (done > 0.0).then(|| format!("{action} {:.2}", done / n as f64))
+        })
+        .collect()
+}
+
 /// The API server's requests since `before`, per pod, largest first: `VERB resource
 /// count` for each call made at least once per 20 pods, then the total.
 async fn calls_per_pod(
@@ -336,7 +351,9 @@ async fn run_both(
         direct.rate(n),
         direct.all_running
     );
+    let calls_before = lifeguard_e2e::apiserver_requests(client).await?;
     let deleted = mass_drain::delete_directly(pods, concurrency).await?;
+    let delete_calls = calls_per_pod(&calls_before, client, n).await?;
 
     // lifeguard: N Workspaces; the controller creates their pods.
     let rss_before = status_mib(pid, "VmRSS")?;
@@ -390,18 +407,13 @@ async fn run_both(
     );
     // What the controller did per workspace while starting them: the reconciles that change
     // nothing (idle, wait) each read the Workspace and its pod.
-    let per_workspace: Vec<String> = reconciles_after
-        .iter()
-        .filter_map(|(action, after)| {
-            let done = after - reconciles_before.get(action).copied().unwrap_or(0.0);
-            (done > 0.0).then(|| format!("{action} {:.2}", done / n as f64))
-        })
-        .collect();
     println!(
         "controller reconciles per workspace during the start: {}",
-        per_workspace.join(", ")
+        per_workspace(&reconciles_before, &reconciles_after, n).join(", ")
     );
-    println!("API server requests per pod, from the first create to the last pod Running (every caller: the bench, the controller, the webhook's reads, the scheduler, the kubelets):");
+    println!(
+        "API server requests per pod, from the first create to the last pod Running (every caller: the bench, the controller, the webhook's reads, the scheduler, the kubelets):"
+    );
     println!("  direct:    {}", direct_calls.join(", "));
     println!("  lifeguard: {}", lifeguard_calls.join(", "));
     println!(
@@ -409,7 +421,11 @@ async fn run_both(
         status_mib(pid, "VmHWM")?
     );
 
+    let reconciles_before = lifeguard_e2e::reconciles_by_action(client).await?;
+    let calls_before = lifeguard_e2e::apiserver_requests(client).await?;
     let drain = mass_drain::drain_by_window(client, ns, n).await?;
+    let drain_calls = calls_per_pod(&calls_before, client, n).await?;
+    let reconciles_after = lifeguard_e2e::reconciles_by_action(client).await?;
     println!(
         "mass drain: {n} pods deleted directly, all gone after {deleted:.1?}; a drain window: Drained after {:.1?}, all pods gone after {:.1?}, {} Stopped",
         drain.drained, drain.pods_gone, drain.stopped
@@ -418,5 +434,17 @@ async fn run_both(
         "ratio (direct / lifeguard): time until all pods gone {:.2} (target >= 0.8)",
         deleted.as_secs_f64() / drain.pods_gone.as_secs_f64()
     );
+    println!(
+        "controller reconciles per workspace during the drain: {}",
+        per_workspace(&reconciles_before, &reconciles_after, n).join(", ")
+    );
+    println!(
+        "API server requests per pod, from the first delete (the window's creation) to the last pod gone:"
+    );
+    println!(
+        "  direct:    {} (and, untimed before it, PATCH pods 1.00 taking the webhook's finalizer off)",
+        delete_calls.join(", ")
+    );
+    println!("  lifeguard: {}", drain_calls.join(", "));
     Ok(())
 }

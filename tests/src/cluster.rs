@@ -170,7 +170,8 @@ pub async fn apiserver_requests(client: &Client) -> anyhow::Result<BTreeMap<Stri
                 .find_map(|pair| pair.strip_prefix(name)?.strip_prefix("=\""))
                 .map_or("", |v| v.trim_end_matches('"'))
         };
-        let (verb, resource, subresource) = (label("verb"), label("resource"), label("subresource"));
+        let (verb, resource, subresource) =
+            (label("verb"), label("resource"), label("subresource"));
         let call = if subresource.is_empty() {
             format!("{verb} {resource}")
         } else {

@@ -50,6 +50,10 @@ enum Pass {
     /// Its create found the pod's name taken, though the pod was taken as absent (from the
     /// cache, `pod_read`, or a read that raced the create): read the pod and plan again.
     PodExists,
+    /// It created the pod and wrote the status: plan again with both as the API returned
+    /// them. That pass sets the start's timer, which the pod's first watch event (its
+    /// echo, dropped by `pod_names`) would otherwise have cost a reconcile and two reads.
+    Created(Box<(Workspace, Pod)>),
 }
 
 fn action_name(action: &Action) -> &'static str {
@@ -155,6 +159,7 @@ pub async fn reconcile(
             Pass::Done(requeue) => return Ok(requeue),
             Pass::Rewritten(stored) => ws = *stored,
             Pass::PodExists => pod = pods.get_opt(&pod_name).await?,
+            Pass::Created(created) => (ws, pod) = (created.0, Some(created.1)),
         }
     }
     Ok(Requeue::requeue(AFTER_WRITE))
@@ -575,8 +580,8 @@ async fn create_pod(
     if let Some(node) = podspec::node_to_avoid(ws, recreation, ctx.settings.avoid_refusing_node) {
         podspec::avoid_node(&mut pod, &node);
     }
-    match pods.create(&PostParams::default(), &pod).await {
-        Ok(_) => {}
+    let created = match pods.create(&PostParams::default(), &pod).await {
+        Ok(created) => created,
         // Already there (our earlier create whose status write was lost, or a stranger's
         // pod of that name): read it and plan with it.
         Err(kube::Error::Api(s)) if s.code == 409 => return Ok(Pass::PodExists),
@@ -592,7 +597,8 @@ async fn create_pod(
             return refused(ctx, ws, workspaces, &refusal).await.map(Pass::Done);
         }
         Err(e) => return Err(e.into()),
-    }
+    };
+    ctx.pods.expect_echo(&created);
     let mut status = ws.status.clone().unwrap_or_default();
     clear_create_refusal(&mut status, ws.metadata.generation, Timestamp::now());
     status.phase = Some(WorkspacePhase::Creating);
@@ -617,8 +623,8 @@ async fn create_pod(
         let note = format!("created pod {}", pod_name(&ws.name_any()));
         event(ctx, ws, EventType::Normal, "PodCreated", note).await;
     }
-    write_status(ctx, workspaces, ws, None, &status).await?;
-    Ok(Pass::Done(Requeue::requeue(AFTER_WRITE)))
+    let stored = write_status(ctx, workspaces, ws, None, &status).await?;
+    Ok(Pass::Created(Box::new((stored, created))))
 }
 
 /// Records a refused create (status first, so a controller restarted in between does not

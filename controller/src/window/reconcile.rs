@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use futures::StreamExt;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ListParams, Patch, PatchParams};
@@ -120,30 +121,19 @@ pub async fn reconcile_window(
     let hold = gates::hold_drain(&ctx, &valid, &mut survey, kept_hold, now).await?;
     let max_hold = valid.window.gates.as_ref().and_then(|g| g.max_hold);
     if let Some(drain) = &survey.drain {
-        for (namespace, ws) in &drain.to_stop {
-            let api: Api<Workspace> = Api::namespaced(ctx.client.clone(), namespace);
-            // The occurrence's end goes with the mark: a resumeAfter window restarts the
-            // workspace once that instant has passed (`lifeguard_api::resume`).
-            let until = valid
-                .status
-                .current_occurrence
-                .as_ref()
-                .map(|o| o.end.0.to_string());
-            let patch = json!({"metadata": {"annotations": {
-                DRAINED_BY_ANNOTATION: name,
-                DRAINED_UNTIL_ANNOTATION: until,
-            }}});
-            let asked = api
-                .patch(ws, &PatchParams::default(), &Patch::Merge(&patch))
-                .await?;
-            tracing::info!(window = %name, workspace = %ws, %namespace, "draining workspace");
-            if let Some(occurrence) = &valid.status.current_occurrence {
-                let message = valid.window.message.as_deref();
-                let doc =
-                    crate::notify::document::drain_stop(&name, message, occurrence, &asked, now);
-                ctx.notify.send(doc);
-            }
-        }
+        // Marked MARKS_IN_FLIGHT at a time, not one after another: a drain of thousands
+        // of workspaces otherwise waits a round trip per workspace before the last one
+        // even starts to stop. A failed mark fails the pass (after the others are done),
+        // which marks what is left again.
+        let (ctx, valid, name) = (&ctx, &valid, &name);
+        let marks: Vec<Result<(), Error>> = futures::stream::iter(drain.to_stop.iter().cloned())
+            .map(|(namespace, ws)| async move {
+                mark_drained(ctx, valid, name, &namespace, &ws, now).await
+            })
+            .buffer_unordered(MARKS_IN_FLIGHT)
+            .collect()
+            .await;
+        marks.into_iter().collect::<Result<Vec<()>, Error>>()?;
     }
     if let Some(note) = newly_postponed(&mw, &survey, valid.window.enforces()) {
         window_event(&ctx, &mw, "DrainPostponed", note).await;
@@ -180,6 +170,44 @@ pub async fn reconcile_window(
         window_event(&ctx, &mw, "Drained", note).await;
     }
     Ok(Requeue::requeue(settled.requeue))
+}
+
+/// How many drain marks one window pass has in flight at once: the reconciler's own
+/// default concurrency.
+const MARKS_IN_FLIGHT: usize = 16;
+
+/// Marks one workspace as drained by window `name` (the workspace reconciler then stops
+/// it), and notifies outside the cluster.
+async fn mark_drained(
+    ctx: &Context,
+    valid: &ValidWindow,
+    name: &str,
+    namespace: &str,
+    ws: &str,
+    now: Timestamp,
+) -> Result<(), Error> {
+    let api: Api<Workspace> = Api::namespaced(ctx.client.clone(), namespace);
+    // The occurrence's end goes with the mark: a resumeAfter window restarts the
+    // workspace once that instant has passed (`lifeguard_api::resume`).
+    let until = valid
+        .status
+        .current_occurrence
+        .as_ref()
+        .map(|o| o.end.0.to_string());
+    let patch = json!({"metadata": {"annotations": {
+        DRAINED_BY_ANNOTATION: name,
+        DRAINED_UNTIL_ANNOTATION: until,
+    }}});
+    let asked = api
+        .patch(ws, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    tracing::info!(window = %name, workspace = %ws, %namespace, "draining workspace");
+    if let Some(occurrence) = &valid.status.current_occurrence {
+        let message = valid.window.message.as_deref();
+        let doc = crate::notify::document::drain_stop(name, message, occurrence, &asked, now);
+        ctx.notify.send(doc);
+    }
+    Ok(())
 }
 
 /// Swaps the drained marks of the workspaces `resume` names for a resume request (the

@@ -11,10 +11,13 @@
 //! The first event of a pod the reconciler has just created is its own echo: the
 //! reconcile that created it already planned with the pod the create returned
 //! (`reconcile`, `Pass::Created`). That event is dropped here instead of costing a
-//! reconcile (two reads) per start. The reconciler says which resource version to expect
-//! (`expect_echo`); any event of that pod settles the expectation, and only one at exactly
-//! that version is dropped, so an event that raced ahead of the expectation, or anything
-//! that changed the pod since, still triggers.
+//! reconcile (two reads) per start. The reconciler says so before it sends the create
+//! (`creating`), since the watch event often comes before the create's answer, and then
+//! gives the resource version the create returned (`created`) or withdraws (`not_created`).
+//! The pod's first event after that settles it: it is dropped only if it came while the
+//! create was in flight (nothing but the create can have made it then: a pod of that name
+//! that already existed makes the create fail, and the reconcile then reads it) or at
+//! exactly the version the create returned. Any later change of the pod triggers.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,14 +38,47 @@ use crate::workspace::pod_read::CachedPod;
 /// (namespace, name) of a pod.
 type PodKey = (String, String);
 
+/// What the reconciler's creates lead the watch to expect, by pod.
+#[derive(Debug, Default)]
+struct Echoes(HashMap<PodKey, Option<String>>);
+
+impl Echoes {
+    /// A create of this pod is about to be sent.
+    fn creating(&mut self, key: PodKey) {
+        self.0.insert(key, None);
+    }
+
+    /// The create returned the pod at `version`; unless its echo came already.
+    fn created(&mut self, key: &PodKey, version: String) {
+        if let Some(expected) = self.0.get_mut(key) {
+            *expected = Some(version);
+        }
+    }
+
+    /// The create failed: no echo comes.
+    fn not_created(&mut self, key: &PodKey) {
+        self.0.remove(key);
+    }
+
+    /// Whether an event of pod `key` at `version` is the echo; any event settles the pod.
+    fn take(&mut self, key: &PodKey, version: Option<&str>) -> bool {
+        match self.0.remove(key) {
+            None => false,
+            // While the create was in flight.
+            Some(None) => true,
+            Some(Some(expected)) => version == Some(expected.as_str()),
+        }
+    }
+}
+
 #[derive(Clone)]
 pub struct PodNames {
     store: Store<PartialObjectMeta<Pod>>,
     /// Whether the first list is in: before, a pod missing from the cache may exist.
     ready: Arc<AtomicBool>,
-    /// Pods just created by the reconciler, with the resource version the create returned;
-    /// an entry lives from the create to the pod's next event.
-    echoes: Arc<Mutex<HashMap<PodKey, String>>>,
+    /// The creates whose echo is awaited; an entry lives from just before the create to
+    /// the pod's next event (or the create's failure).
+    echoes: Arc<Mutex<Echoes>>,
 }
 
 fn key_of(pod: &impl Resource) -> Option<PodKey> {
@@ -61,30 +97,43 @@ impl PodNames {
         }
     }
 
-    /// The reconciler created `pod` and planned with it: its watch event at this resource
-    /// version brings nothing new.
-    pub fn expect_echo(&self, pod: &Pod) {
-        let (Some(key), Some(version)) = (key_of(pod), pod.metadata.resource_version.clone())
-        else {
-            return;
-        };
-        if let Ok(mut echoes) = self.echoes.lock() {
-            echoes.insert(key, version);
+    fn echoes(&self) -> Option<std::sync::MutexGuard<'_, Echoes>> {
+        self.echoes.lock().ok()
+    }
+
+    /// The reconciler is about to create `pod` (named, in its namespace), and will plan
+    /// with what the create returns.
+    pub fn creating(&self, pod: &Pod) {
+        if let (Some(key), Some(mut echoes)) = (key_of(pod), self.echoes()) {
+            echoes.creating(key);
         }
     }
 
-    /// Whether this event of `pod` is the echo of the reconciler's own create; any event
-    /// of the pod ends the wait for its echo.
+    /// The create of `created` succeeded.
+    pub fn created(&self, created: &Pod) {
+        let (Some(key), Some(version)) =
+            (key_of(created), created.metadata.resource_version.clone())
+        else {
+            return;
+        };
+        if let Some(mut echoes) = self.echoes() {
+            echoes.created(&key, version);
+        }
+    }
+
+    /// The create of `pod` failed.
+    pub fn not_created(&self, pod: &Pod) {
+        if let (Some(key), Some(mut echoes)) = (key_of(pod), self.echoes()) {
+            echoes.not_created(&key);
+        }
+    }
+
+    /// Whether this event of `pod` is the echo of the reconciler's own create.
     fn is_echo(&self, pod: &PartialObjectMeta<Pod>) -> bool {
-        let Some(key) = key_of(pod) else {
+        let (Some(key), Some(mut echoes)) = (key_of(pod), self.echoes()) else {
             return false;
         };
-        let Ok(mut echoes) = self.echoes.lock() else {
-            return false;
-        };
-        echoes.remove(&key).is_some_and(|expected| {
-            pod.metadata.resource_version.as_deref() == Some(expected.as_str())
-        })
+        echoes.take(&key, pod.metadata.resource_version.as_deref())
     }
 }
 
@@ -198,51 +247,54 @@ mod tests {
         );
     }
 
-    fn seen(name: &str, version: &str) -> PartialObjectMeta<Pod> {
-        serde_json::from_value(json!({"metadata": {
-            "name": name, "namespace": "team-a", "resourceVersion": version}}))
-        .expect("pod literal")
-    }
-
-    fn created(name: &str, version: &str) -> Pod {
-        serde_json::from_value(json!({"metadata": {
-            "name": name, "namespace": "team-a", "resourceVersion": version}}))
-        .expect("pod literal")
+    fn key(name: &str) -> PodKey {
+        ("team-a".to_string(), name.to_string())
     }
 
     #[test]
     fn only_the_echo_of_our_own_create_is_dropped_and_only_once() {
-        let (store, _writer) = reflector::store();
-        let names = PodNames {
-            store,
-            ready: Arc::default(),
-            echoes: Arc::default(),
-        };
-        names.expect_echo(&created("ws-alice", "10"));
-        names.expect_echo(&created("ws-bob", "20"));
+        let mut echoes = Echoes::default();
+        // alice: answered before her echo came; bob: his echo came first; carol: refused.
+        echoes.creating(key("ws-alice"));
+        echoes.creating(key("ws-bob"));
+        echoes.creating(key("ws-carol"));
+        echoes.created(&key("ws-alice"), "10".into());
         let events = [
-            ("a pod nobody expects", seen("ws-carol", "5"), false),
-            ("alice's echo", seen("ws-alice", "10"), true),
+            ("a pod nobody created", key("ws-dave"), "5", false),
+            (
+                "bob's echo, while his create was in flight",
+                key("ws-bob"),
+                "20",
+                true,
+            ),
+            (
+                "alice's echo, at the version her create returned",
+                key("ws-alice"),
+                "10",
+                true,
+            ),
             (
                 "alice again at that version (a relist)",
-                seen("ws-alice", "10"),
+                key("ws-alice"),
+                "10",
                 false,
             ),
-            ("alice bound", seen("ws-alice", "11"), false),
-            // Changed before its echo came (or the expectation came after the echo).
-            ("bob past his create", seen("ws-bob", "21"), false),
-            (
-                "bob's create version, too late",
-                seen("ws-bob", "20"),
-                false,
-            ),
+            ("alice bound", key("ws-alice"), "11", false),
+            ("bob bound", key("ws-bob"), "21", false),
         ];
-        for (what, event, echo) in events {
-            assert_eq!(names.is_echo(&event), echo, "{what}");
+        for (what, pod, version, echo) in events {
+            assert_eq!(echoes.take(&pod, Some(version)), echo, "{what}");
         }
+        // bob's answer after his echo: nothing is awaited any more.
+        echoes.created(&key("ws-bob"), "20".into());
+        echoes.not_created(&key("ws-carol"));
+        assert!(echoes.0.is_empty(), "every expectation is settled");
+        // A pod changed since the create returned: that change triggers.
+        echoes.creating(key("ws-erin"));
+        echoes.created(&key("ws-erin"), "30".into());
         assert!(
-            names.echoes.lock().expect("not poisoned").is_empty(),
-            "every expectation is settled by the pod's next event"
+            !echoes.take(&key("ws-erin"), Some("31")),
+            "erin changed since"
         );
     }
 }

@@ -15,7 +15,8 @@ use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceStatus};
 use crate::backoff;
 use crate::rejection::{Rejection, rejected_after_running, rejection};
 use crate::status::{
-    condition_is_true, from_pod, set_condition, set_failed, set_not_ready_because,
+    clear_create_refusal, condition_is_true, from_pod, set_condition, set_failed,
+    set_not_ready_because,
 };
 use crate::workspace::namespace_policy::{
     NamespacePolicy, REASON_NAMESPACE_REFUSED, refused_status,
@@ -687,6 +688,41 @@ fn plan_with_pod(
             recheck: Some(at), ..
         } => Action::WaitUntil(at),
         StartStep::Going { .. } => Action::Idle,
+    }
+}
+
+/// The status to record once the pod (start `start`, re-creation `recreation`) is
+/// created, as the create returned it: this attempt counted, a refusal or rejection wait
+/// cleared, and what planning with that pod derives from it (its Ready and Starting
+/// conditions), so
+/// that the pass that plans with it next has nothing to write.
+pub fn created_status(
+    ws: &Workspace,
+    created: &Pod,
+    start: u32,
+    recreation: Option<u32>,
+    now: Timestamp,
+    settings: &Settings,
+) -> WorkspaceStatus {
+    let mut status = ws.status.clone().unwrap_or_default();
+    clear_create_refusal(&mut status, ws.metadata.generation, now);
+    status.phase = Some(WorkspacePhase::Creating);
+    status.pod_name = created.metadata.name.clone();
+    status.observed_generation = ws.metadata.generation;
+    status.pod_starts = status.pod_starts.max(start);
+    status.pod_deletion_time = None;
+    status.next_attempt_time = None;
+    if let Some(attempt) = recreation {
+        status.pod_recreated = status.pod_recreated.max(attempt);
+    }
+    let mut recorded = ws.clone();
+    recorded.status = Some(status);
+    let next = from_pod(&recorded, created, WorkspacePhase::Creating, now);
+    // The start's deadline (its `Starting` condition) too; a pod just created cannot have
+    // run out of it.
+    match start::step(&recorded, created, next.clone(), None, now, settings) {
+        StartStep::Going { status, .. } => status,
+        StartStep::GiveUp { .. } => next,
     }
 }
 

@@ -238,3 +238,73 @@ fn a_refused_namespace_gets_no_pod() {
         }
     }
 }
+
+/// The pod as its create returns it: not yet scheduled, no status but its phase.
+fn just_created(annotations: Value) -> k8s_openapi::api::core::v1::Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": "ws-alice", "uid": "pod-uid-2", "resourceVersion": "7",
+                     "creationTimestamp": "2026-12-01T12:00:00Z", "annotations": annotations,
+                     "finalizers": ["lifeguard.dev/disposal"],
+                     "ownerReferences": [{"apiVersion": "lifeguard.dev/v1alpha1", "kind": "Workspace",
+                                          "name": "alice", "uid": "ws-uid", "controller": true}]},
+        "spec": {"containers": [{"name": "ide", "image": "busybox"}]},
+        "status": {"phase": "Pending"}
+    }))
+    .expect("pod literal")
+}
+
+/// The reconcile that creates the pod records `created_status` and plans once more with
+/// the created pod: that pass must find nothing to write (only the start's timer to set),
+/// or every start would cost one more status write.
+#[test]
+fn the_status_recorded_at_create_is_what_planning_with_the_created_pod_wants() {
+    use crate::workspace::plan::created_status;
+    let after_rejection = json!({
+        "phase": "Pending", "podName": "ws-alice", "podStarts": 1, "podRecreated": 0,
+        "podDeletionTime": "2026-12-01T11:59:00Z", "nextAttemptTime": "2026-12-01T11:59:58.000000Z",
+        "conditions": rejected_condition("True"),
+    });
+    let cases = [
+        (
+            "first start",
+            json!(null),
+            just_created(json!({"lifeguard.dev/start": "1"})),
+            1,
+            None,
+        ),
+        (
+            "re-creation after a rejection",
+            after_rejection,
+            just_created(json!({"lifeguard.dev/start": "2", "lifeguard.dev/recreation": "1"})),
+            2,
+            Some(1),
+        ),
+    ];
+    for (what, before, created, start, recreation) in cases {
+        let workspace = ws(before, json!({}));
+        let status = created_status(
+            &workspace,
+            &created,
+            start,
+            recreation,
+            now(),
+            &Settings::default(),
+        );
+        assert_eq!(status.phase, Some(WorkspacePhase::Creating), "{what}");
+        assert_eq!(
+            status.next_attempt_time, None,
+            "{what}: no attempt is due any more"
+        );
+        assert_eq!(status.pod_recreated, recreation.unwrap_or(0), "{what}");
+        let stored = ws(
+            serde_json::to_value(&status).expect("serializes"),
+            json!({}),
+        );
+        let next = plan(&stored, Some(&created), now(), &Settings::default());
+        assert!(
+            kind(&next).starts_with("WaitUntil"),
+            "{what}: the next pass only waits, got {}",
+            kind(&next)
+        );
+    }
+}

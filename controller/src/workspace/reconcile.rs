@@ -25,9 +25,8 @@ use crate::finalizers::{self, Removal};
 use crate::node_loss::{self, NodeLossStep};
 use crate::notice;
 use crate::podspec;
-use crate::status::clear_create_refusal;
 use crate::workspace::plan::{
-    Action, CreateRefusal, REJECTED_AFTER_RUNNING, create_retry_at, plan_observed,
+    Action, CreateRefusal, REJECTED_AFTER_RUNNING, create_retry_at, created_status, plan_observed,
     record_create_refusal,
 };
 use crate::workspace::{observe, pod_read, start_latency};
@@ -580,7 +579,12 @@ async fn create_pod(
     if let Some(node) = podspec::node_to_avoid(ws, recreation, ctx.settings.avoid_refusing_node) {
         podspec::avoid_node(&mut pod, &node);
     }
-    let created = match pods.create(&PostParams::default(), &pod).await {
+    ctx.pods.creating(&pod);
+    let answer = pods.create(&PostParams::default(), &pod).await;
+    if answer.is_err() {
+        ctx.pods.not_created(&pod);
+    }
+    let created = match answer {
         Ok(created) => created,
         // Already there (our earlier create whose status write was lost, or a stranger's
         // pod of that name): read it and plan with it.
@@ -598,17 +602,16 @@ async fn create_pod(
         }
         Err(e) => return Err(e.into()),
     };
-    ctx.pods.expect_echo(&created);
-    let mut status = ws.status.clone().unwrap_or_default();
-    clear_create_refusal(&mut status, ws.metadata.generation, Timestamp::now());
-    status.phase = Some(WorkspacePhase::Creating);
-    status.pod_name = pod.metadata.name.clone();
-    status.observed_generation = ws.metadata.generation;
-    status.pod_starts = status.pod_starts.max(start);
-    status.pod_deletion_time = None;
-    status.next_attempt_time = None;
+    ctx.pods.created(&created);
+    let status = created_status(
+        ws,
+        &created,
+        start,
+        recreation,
+        Timestamp::now(),
+        &ctx.settings,
+    );
     if let Some(attempt) = recreation {
-        status.pod_recreated = status.pod_recreated.max(attempt);
         ctx.metrics
             .recreations
             .with_label_values(&[&attempt.to_string()])

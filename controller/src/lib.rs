@@ -72,6 +72,26 @@ pub struct Context {
 }
 
 impl Context {
+    /// Records an Event about `object` as this replica (`lifeguard_runtime::events`).
+    pub async fn event<K: kube::Resource<DynamicType = ()>>(
+        &self,
+        object: &K,
+        type_: kube::runtime::events::EventType,
+        reason: &str,
+        note: String,
+    ) {
+        let regarding = object.object_ref(&());
+        lifeguard_runtime::events::record(
+            &self.client,
+            &self.reporter,
+            &regarding,
+            type_,
+            reason,
+            note,
+        )
+        .await;
+    }
+
     /// What both reconcilers do when one fails: count it by reason, say so, and look again
     /// soon (at once, nearly, after a conflict: a fresh read resolves it).
     pub fn retry_after(&self, error: &Error, kind: &str, name: &str) -> Requeue {

@@ -132,7 +132,6 @@ pub async fn record(
     decision: Option<&super::hold::Decision>,
     max_hold: Option<jiff::SignedDuration>,
 ) {
-    use kube::Resource;
     let name = mw.name_any();
     let held_by = decision
         .filter(|d| d.held)
@@ -156,10 +155,8 @@ pub async fn record(
         .with_label_values(&[name.as_str(), gate.as_str()])
         .inc();
     tracing::warn!(window = %name, gate = gate.as_str(), "maxHold reached; the drain proceeds");
-    lifeguard_runtime::events::record(
-        &ctx.client,
-        &ctx.reporter,
-        &mw.object_ref(&()),
+    ctx.event(
+        mw,
         kube::runtime::events::EventType::Warning,
         "DrainHoldExpired",
         format!(

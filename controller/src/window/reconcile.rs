@@ -8,12 +8,12 @@ use std::sync::Arc;
 use futures::StreamExt;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Namespace;
+use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action as Requeue;
 use kube::runtime::controller::Error as ControllerError;
 use kube::runtime::events::EventType;
-use kube::{Resource, ResourceExt};
 use lifeguard_api::names::{DRAINED_BY_ANNOTATION, DRAINED_UNTIL_ANNOTATION, RESUME_ANNOTATION};
 use lifeguard_api::{MaintenanceWindow, Workspace};
 use lifeguard_runtime::pages::Pages;
@@ -74,16 +74,7 @@ async fn survey(ctx: &Context, valid: &ValidWindow, nodes: &[NodeMeta]) -> Resul
 
 /// A Normal Event about the window.
 async fn window_event(ctx: &Context, mw: &MaintenanceWindow, reason: &str, note: String) {
-    let regarding = mw.object_ref(&());
-    lifeguard_runtime::events::record(
-        &ctx.client,
-        &ctx.reporter,
-        &regarding,
-        EventType::Normal,
-        reason,
-        note,
-    )
-    .await;
+    ctx.event(mw, EventType::Normal, reason, note).await;
 }
 
 pub async fn reconcile_window(

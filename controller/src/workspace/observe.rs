@@ -5,9 +5,9 @@
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 use kube::runtime::events::EventType;
-use kube::{Resource, ResourceExt};
 use lifeguard_api::Workspace;
 use lifeguard_api::disposal::DisposalResult;
 use lifeguard_api::receipt::{self, DisposalReceipt, ReceiptReading};
@@ -105,11 +105,8 @@ async fn receipt_answer(
         ReceiptReading::Answer(answer) => Ok(Some(answer)),
         ReceiptReading::Ignored(why) => {
             ctx.metrics.disposal_receipts_ignored.inc();
-            let regarding = ws.object_ref(&());
-            lifeguard_runtime::events::record(
-                &ctx.client,
-                &ctx.reporter,
-                &regarding,
+            ctx.event(
+                ws,
                 EventType::Warning,
                 "DisposalReceiptIgnored",
                 format!("{why}; the pod waits for its own answer or the confirmation timeout"),

@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action as Requeue;
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
-use kube::{Resource, ResourceExt};
 use lifeguard_api::names::{WORKSPACE_FINALIZER, pod_name};
 use lifeguard_api::notice::{MaintenanceNotice, notice_for};
 use lifeguard_api::rejection::RejectionClass;
@@ -92,12 +92,6 @@ fn failed_condition(status: &lifeguard_api::WorkspaceStatus) -> (String, String)
         .find(|c| c.type_ == lifeguard_api::workspace::condition::FAILED)
         .map(|c| (c.reason.clone(), c.message.clone()))
         .unwrap_or_default()
-}
-
-async fn event(ctx: &Context, ws: &Workspace, type_: EventType, reason: &str, note: String) {
-    let regarding = ws.object_ref(&());
-    lifeguard_runtime::events::record(&ctx.client, &ctx.reporter, &regarding, type_, reason, note)
-        .await;
 }
 
 /// The whole status, by server-side apply; a status that ends the workspace also takes its
@@ -195,7 +189,7 @@ async fn reconcile_pass(
     if let Some((status, note, type_, reason, action)) = node_change {
         let stored = write_status(ctx, workspaces, ws, pod, &status).await?;
         ctx.metrics.reconciles.with_label_values(&[action]).inc();
-        event(ctx, ws, type_, reason, note).await;
+        ctx.event(ws, type_, reason, note).await;
         return Ok(Pass::Rewritten(Box::new(stored)));
     }
     let wanted = wanted_notice(ctx, ws, now).await?;
@@ -213,7 +207,7 @@ async fn reconcile_pass(
                 if let Some(doc) = doc {
                     ctx.notify.send(doc);
                 }
-                event(ctx, ws, EventType::Normal, reason, note).await;
+                ctx.event(ws, EventType::Normal, reason, note).await;
             }
             return Ok(Pass::Rewritten(Box::new(stored)));
         }
@@ -383,7 +377,7 @@ async fn reconcile_plan(
                     r.reason,
                     r.message
                 );
-                event(ctx, ws, EventType::Warning, reason, note).await;
+                ctx.event(ws, EventType::Warning, reason, note).await;
             }
         }
         Action::RecordRejectedAfterRunning(status) => {
@@ -401,13 +395,14 @@ async fn reconcile_plan(
                     r.reason,
                     r.message
                 );
-                event(ctx, ws, EventType::Warning, REJECTED_AFTER_RUNNING, note).await;
+                ctx.event(ws, EventType::Warning, REJECTED_AFTER_RUNNING, note)
+                    .await;
             }
         }
         Action::Refuse(status) => {
             write_status(ctx, workspaces, ws, pod, &status).await?;
             let (reason, message) = failed_condition(&status);
-            event(ctx, ws, EventType::Warning, &reason, message).await;
+            ctx.event(ws, EventType::Warning, &reason, message).await;
         }
         Action::RecordStartFailure {
             status,
@@ -434,7 +429,7 @@ async fn reconcile_plan(
                     format!("{message}; re-creating the pod, preferring another node"),
                 )
             };
-            event(ctx, ws, EventType::Warning, reason, note).await;
+            ctx.event(ws, EventType::Warning, reason, note).await;
         }
         Action::RemoveStoppedPod => {
             if let Some(pod) = &pod {
@@ -451,7 +446,8 @@ async fn reconcile_plan(
                     .with_label_values::<&str>(&[])
                     .inc();
                 let note = format!("force-deleted pod {}: {cause}", pod.name_any());
-                event(ctx, ws, EventType::Warning, "PodForceDeleted", note).await;
+                ctx.event(ws, EventType::Warning, "PodForceDeleted", note)
+                    .await;
             }
         }
         Action::GiveUp(status) => {
@@ -461,14 +457,8 @@ async fn reconcile_plan(
                 .as_ref()
                 .map_or("unknown", |r| r.reason.as_str());
             ctx.metrics.give_ups.with_label_values(&[reason]).inc();
-            event(
-                ctx,
-                ws,
-                EventType::Warning,
-                "GaveUp",
-                failed_message(&status),
-            )
-            .await;
+            ctx.event(ws, EventType::Warning, "GaveUp", failed_message(&status))
+                .await;
         }
         Action::DeletePod {
             grace_seconds,
@@ -479,7 +469,7 @@ async fn reconcile_plan(
                 && finalizers::delete_exactly(pods, pod, grace).await?
             {
                 let note = format!("deleted pod {}: {cause}", pod.name_any());
-                event(ctx, ws, EventType::Normal, "PodDeleted", note).await;
+                ctx.event(ws, EventType::Normal, "PodDeleted", note).await;
             }
         }
         Action::RecordDisposal(status) => {
@@ -490,8 +480,7 @@ async fn reconcile_plan(
                 .find(|c| c.type_ == lifeguard_api::workspace::condition::DISPOSAL_CONFIRMED);
             if let Some(c) = outcome {
                 if c.status == "True" {
-                    event(
-                        ctx,
+                    ctx.event(
                         ws,
                         EventType::Normal,
                         "DisposalConfirmed",
@@ -508,7 +497,8 @@ async fn reconcile_plan(
                         .disposals_unconfirmed
                         .with_label_values(&[label])
                         .inc();
-                    event(ctx, ws, EventType::Warning, reason, c.message.clone()).await;
+                    ctx.event(ws, EventType::Warning, reason, c.message.clone())
+                        .await;
                 }
             }
             // The release comes next and needs nothing read again: the echo of this write
@@ -525,7 +515,7 @@ async fn reconcile_plan(
                     pod_name(&name),
                     phase.map_or("unknown", |p| p.as_str())
                 );
-                event(ctx, ws, EventType::Normal, "PodReleased", note).await;
+                ctx.event(ws, EventType::Normal, "PodReleased", note).await;
             }
             count_removal(ctx, "Pod", removal);
         }
@@ -621,10 +611,10 @@ async fn create_pod(
             pod_name(&ws.name_any()),
             ctx.settings.max_retries
         );
-        event(ctx, ws, EventType::Normal, "Recreating", note).await;
+        ctx.event(ws, EventType::Normal, "Recreating", note).await;
     } else {
         let note = format!("created pod {}", pod_name(&ws.name_any()));
-        event(ctx, ws, EventType::Normal, "PodCreated", note).await;
+        ctx.event(ws, EventType::Normal, "PodCreated", note).await;
     }
     let stored = write_status(ctx, workspaces, ws, None, &status).await?;
     Ok(Pass::Created(Box::new((stored, created))))
@@ -645,8 +635,7 @@ async fn refused(
     tracing::info!(workspace = %ws.name_any(), code = refusal.code, message = %refusal.message, new, "pod creation refused");
     if new {
         if refusal.is_maintenance_denial() {
-            event(
-                ctx,
+            ctx.event(
                 ws,
                 EventType::Normal,
                 "MaintenanceDenied",
@@ -658,7 +647,8 @@ async fn refused(
                 "cannot create pod {pod} ({} {}): {}; retrying with backoff",
                 refusal.code, refusal.reason, refusal.message
             );
-            event(ctx, ws, EventType::Warning, "PodCreateFailed", note).await;
+            ctx.event(ws, EventType::Warning, "PodCreateFailed", note)
+                .await;
         }
     }
     let retry = status

@@ -1,6 +1,10 @@
 //! Benchmark: the controller's resident memory with N Workspaces (and so N workspace pods)
 //! in the API server. Pods are pinned to a Node object with no kubelet behind it, so they
 //! stay Pending and are only watched (a pod bound to a missing node would be collected).
+//! The bench itself keeps that node Ready (its Ready condition and its Lease, renewed every
+//! 10 s, as a kubelet would): a node nobody renews is a lost node, and the controller would
+//! force-delete and re-create its pods, so the bench would measure churn, not N quiet
+//! workspaces. It checks that no pod was replaced while it measured.
 //!
 //!   cargo run --release -p lifeguard-e2e --bin bench-controller-rss -- [N] [CONTROLLER_PID]
 //!
@@ -8,10 +12,12 @@
 //! by its pod name). Prints the controller's RSS before, once every pod exists, its median and maximum over
 //! the following quiet minute, and its peak since it started.
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use futures::{StreamExt, stream};
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use lifeguard_api::Workspace;
@@ -36,17 +42,63 @@ fn rss_mib(pid: u32) -> anyhow::Result<f64> {
     status_mib(pid, "VmRSS")
 }
 
-async fn count_pods(pods: &Api<Pod>) -> anyhow::Result<usize> {
-    let mut n = 0;
+/// The uids of the bench's pods that are not being deleted.
+async fn live_pod_uids(pods: &Api<Pod>) -> anyhow::Result<BTreeSet<String>> {
+    let mut uids = BTreeSet::new();
     let mut params = ListParams::default().limit(500);
     loop {
         let page = pods.list_metadata(&params).await?;
-        n += page.items.len();
+        uids.extend(
+            page.items
+                .into_iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_none())
+                .filter_map(|p| p.metadata.uid),
+        );
         match page.metadata.continue_ {
             Some(token) if !token.is_empty() => params = params.continue_token(&token),
-            _ => return Ok(n),
+            _ => return Ok(uids),
         }
     }
+}
+
+/// Does what a kubelet does to keep its node Ready: the Ready condition's heartbeat and
+/// the node's Lease. Returns an error only if the first renewal fails.
+async fn keep_node_ready(client: &kube::Client) -> anyhow::Result<()> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-node-lease");
+    let since = jiff::Timestamp::now().to_string();
+    let renew = move || {
+        let (nodes, leases, since) = (nodes.clone(), leases.clone(), since.clone());
+        async move {
+            let now = jiff::Timestamp::now().to_string();
+            let ready = json!({"status": {"conditions": [{"type": "Ready", "status": "True",
+                "reason": "KubeletReady", "message": "kept Ready by bench-controller-rss",
+                "lastHeartbeatTime": now, "lastTransitionTime": since}]}});
+            nodes
+                .patch_status(NODE, &PatchParams::default(), &Patch::Strategic(ready))
+                .await
+                .context("renewing the phantom node's Ready condition")?;
+            let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": NODE},
+                "spec": {"holderIdentity": NODE, "leaseDurationSeconds": 40,
+                         "renewTime": jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()}});
+            leases
+                .patch(NODE, &PatchParams::apply("bench-controller-rss").force(), &Patch::Apply(lease))
+                .await
+                .context("renewing the phantom node's Lease")?;
+            anyhow::Ok(())
+        }
+    };
+    renew().await?;
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            if let Err(error) = renew().await {
+                eprintln!("warning: {error:#}");
+            }
+        }
+    });
+    Ok(())
 }
 
 #[tokio::main]
@@ -79,6 +131,7 @@ async fn main() -> anyhow::Result<()> {
             "spec": {"taints": [{"key": "lifeguard.dev/bench", "effect": "NoSchedule"}]}}))?;
         nodes.create(&PostParams::default(), &node).await?;
     }
+    keep_node_ready(&client).await?;
     let workspaces: Api<Workspace> = Api::namespaced(client.clone(), NAMESPACE);
     let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
     println!("controller RSS before: {:.1} MiB", rss_mib(pid)?);
@@ -108,17 +161,18 @@ async fn main() -> anyhow::Result<()> {
     anyhow::ensure!(created == 0, "{created} Workspaces could not be created");
     println!("{n} Workspaces created in {:.0?}", started.elapsed());
     let deadline = Instant::now() + Duration::from_secs(1800);
-    loop {
-        let have = count_pods(&pods).await?;
+    let before = loop {
+        let live = live_pod_uids(&pods).await?;
+        let have = live.len();
         if have >= n {
-            break;
+            break live;
         }
         anyhow::ensure!(
             Instant::now() < deadline,
             "only {have} of {n} pods after 30 min"
         );
         tokio::time::sleep(Duration::from_secs(5)).await;
-    }
+    };
     println!(
         "{n} pods created by the controller after {:.0?}",
         started.elapsed()
@@ -134,6 +188,8 @@ async fn main() -> anyhow::Result<()> {
         samples.push(rss_mib(pid)?);
     }
     samples.sort_by(f64::total_cmp);
+    let after = live_pod_uids(&pods).await?;
+    let replaced = before.difference(&after).count();
     println!(
         "controller RSS over the next quiet minute (30 samples): median {:.1} MiB, max {:.1} MiB; peak since start (VmHWM) {:.1} MiB",
         samples[samples.len() / 2],
@@ -171,6 +227,15 @@ async fn main() -> anyhow::Result<()> {
             }
         }
         let _ = nodes.delete(NODE, &DeleteParams::default()).await;
+        let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-node-lease");
+        let _ = leases.delete(NODE, &DeleteParams::default()).await;
     }
+    // After the clean-up, so a failed check does not leave N workspaces behind.
+    anyhow::ensure!(
+        replaced == 0 && after.len() == n,
+        "the workspaces were not quiet: {replaced} pods were replaced or deleted during the \
+         measurement ({} live at the end), so the figures above are not for {n} quiet workspaces",
+        after.len()
+    );
     Ok(())
 }

@@ -120,6 +120,18 @@ async fn main() -> anyhow::Result<()> {
         }
     };
     let namespaces: Api<Namespace> = Api::all(client.clone());
+    // The last run's clean-up may still be deleting the namespace: creates would be refused.
+    let gone_by = Instant::now() + Duration::from_secs(600);
+    while let Some(ns) = namespaces.get_opt(NAMESPACE).await? {
+        if ns.metadata.deletion_timestamp.is_none() {
+            break;
+        }
+        anyhow::ensure!(
+            Instant::now() < gone_by,
+            "namespace {NAMESPACE} is still being deleted after 10 min"
+        );
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
     if namespaces.get_opt(NAMESPACE).await?.is_none() {
         let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": NAMESPACE}}))?;
         namespaces.create(&PostParams::default(), &ns).await?;
@@ -136,7 +148,7 @@ async fn main() -> anyhow::Result<()> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
     println!("controller RSS before: {:.1} MiB", rss_mib(pid)?);
     let started = Instant::now();
-    let created = stream::iter(0..n)
+    let failed = stream::iter(0..n)
         .map(|i| {
             let workspaces = workspaces.clone();
             async move {
@@ -155,10 +167,15 @@ async fn main() -> anyhow::Result<()> {
             }
         })
         .buffer_unordered(16)
-        .filter(|r| futures::future::ready(r.is_err()))
-        .count()
+        .filter_map(|r| futures::future::ready(r.err()))
+        .collect::<Vec<_>>()
         .await;
-    anyhow::ensure!(created == 0, "{created} Workspaces could not be created");
+    if let Some(first) = failed.first() {
+        anyhow::bail!(
+            "{} Workspaces could not be created; the first error: {first:#}",
+            failed.len()
+        );
+    }
     println!("{n} Workspaces created in {:.0?}", started.elapsed());
     let deadline = Instant::now() + Duration::from_secs(1800);
     let before = loop {

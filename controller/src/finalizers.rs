@@ -4,6 +4,11 @@
 //! `metadata.resourceVersion`: if another writer changed the object since we read it, the
 //! API server answers 409 and we re-read and try again, never dropping a finalizer that
 //! was added in between.
+//!
+//! The first attempt starts from the object the caller read, when it has one (a
+//! reconcile has just read it to plan the removal): reading it again would cost a GET per
+//! stop, a drain's most frequent call. A stale copy costs nothing but the 409 and the read
+//! that the retry does anyway.
 
 use std::fmt::Debug;
 
@@ -27,11 +32,17 @@ pub enum Removal {
     Gone,
 }
 
-pub async fn remove<K>(api: &Api<K>, name: &str, finalizer: &str) -> Result<Removal, kube::Error>
+/// Removes `finalizer` from `object`, starting from the copy given.
+pub async fn remove<K>(api: &Api<K>, object: &K, finalizer: &str) -> Result<Removal, kube::Error>
 where
     K: Resource + Clone + DeserializeOwned + Serialize + Debug,
 {
-    Ok(remove_marked(api, name, finalizer, None).await?.0)
+    let name = object.name_any();
+    Ok(
+        remove_marked(api, &name, Some(object.clone()), finalizer, None)
+            .await?
+            .0,
+    )
 }
 
 /// Removes a workspace pod's disposal finalizer and, in the same write, stamps
@@ -43,12 +54,19 @@ where
 /// the kubelet's status manager, which one stop in twenty left for a whole 10 s sync
 /// (`bench-node-drain`, issue 21). A pod with a container still running (or not yet
 /// reported) keeps its grace: the kubelet must stop it first.
-pub async fn release_pod(api: &Api<Pod>, name: &str) -> Result<Removal, kube::Error> {
+///
+/// `read`: the pod as the caller read it, if it did (the first attempt starts from it).
+pub async fn release_pod(
+    api: &Api<Pod>,
+    name: &str,
+    read: Option<&Pod>,
+) -> Result<Removal, kube::Error> {
     let now = jiff::Timestamp::now();
     let stamp = now.to_string();
     let (removal, released) = remove_marked(
         api,
         name,
+        read.cloned(),
         POD_FINALIZER,
         Some((RELEASED_ANNOTATION, &stamp)),
     )
@@ -82,10 +100,12 @@ pub async fn delete_exactly(
     }
 }
 
-/// The removal, and on success the object as the patch left it.
+/// The removal, and on success the object as the patch left it. `read`: the caller's copy
+/// of the object, for the first attempt.
 async fn remove_marked<K>(
     api: &Api<K>,
     name: &str,
+    mut read: Option<K>,
     finalizer: &str,
     mark: Option<(&str, &str)>,
 ) -> Result<(Removal, Option<K>), kube::Error>
@@ -94,8 +114,12 @@ where
 {
     let mut conflicts = 0;
     loop {
-        let Some(object) = api.get_opt(name).await? else {
-            return Ok((Removal::Gone, None));
+        let object = match read.take() {
+            Some(object) => object,
+            None => match api.get_opt(name).await? {
+                Some(object) => object,
+                None => return Ok((Removal::Gone, None)),
+            },
         };
         let finalizers = object.finalizers();
         if !finalizers.iter().any(|f| f == finalizer) {

@@ -166,7 +166,7 @@ async fn sweep_pod(
         return Ok(0);
     };
     let namespaced: Api<Pod> = Api::namespaced(client.clone(), &namespace);
-    match finalizers::release_pod(&namespaced, &name).await? {
+    match finalizers::release_pod(&namespaced, &name, None).await? {
         Removal::Removed { .. } => {
             metrics.sweep_releases.with_label_values(&[cause]).inc();
             tracing::info!(pod = %name, %namespace, cause, "sweep released pod");

@@ -507,7 +507,7 @@ async fn reconcile_plan(
             return Ok(Pass::Rewritten(Box::new(stored)));
         }
         Action::ReleasePod => {
-            let removal = finalizers::release_pod(pods, &pod_name(&name)).await?;
+            let removal = finalizers::release_pod(pods, &pod_name(&name), pod).await?;
             if matches!(removal, Removal::Removed { .. }) {
                 let phase = ws.status.as_ref().and_then(|s| s.phase);
                 let note = format!(
@@ -520,7 +520,7 @@ async fn reconcile_plan(
             count_removal(ctx, "Pod", removal);
         }
         Action::RemoveWorkspaceFinalizer => {
-            let removal = finalizers::remove(workspaces, &name, WORKSPACE_FINALIZER).await;
+            let removal = finalizers::remove(workspaces, ws, WORKSPACE_FINALIZER).await;
             count_removal(ctx, "Workspace", removal?);
         }
         Action::WaitUntil(t) => {

@@ -8,6 +8,7 @@ pub mod flags;
 pub mod leader;
 pub mod memory;
 pub mod metrics;
+pub mod mount_events;
 pub mod namespaces;
 pub mod node_loss;
 pub mod nodes;
@@ -59,6 +60,8 @@ pub struct Context {
     /// Which workspace pods exist, by name (`pod_names`), so a new Workspace's first
     /// reconcile need not read a pod that cannot exist yet.
     pub pods: pod_names::PodNames,
+    /// Starting pods' latest mount failures (`mount_events`), from a watch of those Events.
+    pub mount_events: mount_events::MountEvents,
     pub nodes_ready: Arc<AtomicBool>,
     /// Wakes a draining window when one of its stops ends (`window::stop_ended`), so its
     /// next stop starts at once instead of at its next poll.

@@ -97,6 +97,16 @@ impl PodNames {
         }
     }
 
+    /// The Workspace owning the workspace pod `name`, if the cache holds the pod.
+    pub fn owner(&self, namespace: &str, name: &str) -> Option<crate::nodes::WorkspaceRef> {
+        let pod = self.store.get(&ObjectRef::new(name).within(namespace))?;
+        pod.metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find_map(|r| ObjectRef::from_owner_ref(Some(namespace), r, ()))
+    }
+
     fn echoes(&self) -> Option<std::sync::MutexGuard<'_, Echoes>> {
         self.echoes.lock().ok()
     }

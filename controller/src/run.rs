@@ -24,7 +24,10 @@ use crate::flags::Config;
 use crate::metrics::Metrics;
 use crate::workspace::reconcile::{error_policy, reconcile};
 use crate::workspace::trigger;
-use crate::{Context, leader, memory, namespaces, nodes, pod_names, sweep, window, window_watch};
+use crate::{
+    Context, leader, memory, mount_events, namespaces, nodes, pod_names, sweep, window,
+    window_watch,
+};
 
 /// A standby is ready too (it has nothing to serve until it leads); a replica is not ready
 /// only between start and joining the election.
@@ -193,6 +196,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         });
     }
     let (pods, pod_events) = pod_names::watch(client.clone());
+    let (mount_events, mount_triggers) = mount_events::watch(client.clone(), pods.clone());
     let (namespaces, namespace_changes) = namespaces::watch(client.clone());
     let (windows, notice_signals) = window_watch::watch(client.clone(), namespaces.clone());
     // Only the leader sends: the delivery task starts here, after the Lease is won, and
@@ -223,6 +227,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         metrics: metrics.clone(),
         nodes,
         pods,
+        mount_events,
         nodes_ready,
         stop_ended,
         prometheus,
@@ -267,6 +272,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             |receipt| trigger::workspace_of_receipt(&receipt),
         )
         .reconcile_on(node_triggers)
+        .reconcile_on(mount_triggers)
         .reconcile_on(in_namespaces(
             store_for_signals,
             futures::stream::select(notice_signals.namespaces, namespace_changes),

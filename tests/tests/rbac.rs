@@ -164,8 +164,9 @@ async fn the_controller_manages_workspace_pods_and_only_its_own_lease() {
             "lifeguard-controller",
         ),
         ("create", "events.k8s.io", "events", "team-a", ""),
-        // A starting pod's mount failures (the start-blocker catalogue).
-        ("list", "", "events", "team-a", ""),
+        // Starting pods' mount failures (the start-blocker catalogue), watched.
+        ("list", "", "events", "", ""),
+        ("watch", "", "events", "", ""),
         // A node-scoped window's signal for upgrade tools: the drained label and the
         // window annotation on the Nodes it selects.
         ("patch", "", "nodes", "", "lifeguard-node-1"),

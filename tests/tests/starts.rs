@@ -173,6 +173,57 @@ async fn a_missing_secret_is_named_and_the_start_goes_on_once_it_exists() {
     .await;
 }
 
+/// A volume that cannot mount is told only by the kubelet's FailedMount Events: the
+/// controller's watch of those must name it (with no periodic look at the pod), and the
+/// start goes on once the Secret exists.
+#[tokio::test]
+async fn a_volume_that_cannot_mount_is_named_from_the_kubelets_event() {
+    with_namespace("start-failed-mount", |client: Client, ns| async move {
+        let api: Api<Workspace> = Api::namespaced(client.clone(), &ns);
+        let ws = workspace("mounted")
+            .pod_spec(
+                json!({"volumes": [{"name": "token", "secret": {"secretName": "late-volume"}}]}),
+            )
+            .ide(json!({"volumeMounts": [{"name": "token", "mountPath": "/token"}]}))
+            .small_requests()
+            .build()?;
+        create(&api, ws).await?;
+        let blocked = wait_for(&api, "mounted", TIMEOUT, "Starting=VolumeMount", |ws| {
+            starting_because(ws, "VolumeMount")
+        })
+        .await?;
+        let (_, _, message) = condition_of(&blocked, condition::STARTING).unwrap_or_default();
+        ensure!(
+            message.contains("late-volume"),
+            "the missing Secret is not named: {message}"
+        );
+        ensure!(
+            message.contains("waiting for it to clear"),
+            "a missing Secret can clear, so the start waits: {message}"
+        );
+        let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
+        let secret: Secret = serde_json::from_value(json!({
+            "metadata": {"name": "late-volume"}, "stringData": {"token": "t"}
+        }))?;
+        secrets.create(&PostParams::default(), &secret).await?;
+        // The kubelet retries the mount with a backoff of up to about two minutes.
+        wait_for(
+            &api,
+            "mounted",
+            Duration::from_secs(180),
+            "Running and started",
+            |ws| {
+                phase(ws) == Some(WorkspacePhase::Running)
+                    && condition_of(ws, condition::STARTING)
+                        .is_some_and(|(s, r, _)| s == "False" && r == "Started")
+            },
+        )
+        .await?;
+        Ok(())
+    })
+    .await;
+}
+
 #[tokio::test]
 #[ignore = "disruptive: stops a kubelet; test-all runs it alone"]
 async fn a_released_pod_the_kubelet_never_finishes_is_force_deleted() {

@@ -330,7 +330,7 @@ async fn reconcile_plan(
 ) -> Result<Pass, Error> {
     let name = ws.name_any();
     let namespace = ws.namespace().unwrap_or_default();
-    let observed = observe::observe(ctx, ws, pod, now).await?;
+    let observed = observe::observe(ctx, ws, pod).await?;
     let action = plan_observed(ws, pod, &observed, now, &ctx.settings);
     ctx.metrics
         .reconciles

@@ -34,10 +34,6 @@ pub const REASON_START_FAILED: &str = "StartFailed";
 /// `lastRejection.node` of a pod given up on before it was bound to a node.
 pub const NOT_SCHEDULED: &str = "not-scheduled";
 
-/// How often a pod that is still creating its containers is looked at again: a failing
-/// mount is only told by Events, which are not watched.
-pub const MOUNT_RECHECK: SignedDuration = SignedDuration::from_secs(20);
-
 /// What the start deadline says about a live pod that is not being deleted.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StartStep {
@@ -189,13 +185,11 @@ pub fn step(
             now,
         );
     }
-    let mount_recheck = start_blocker::creating_containers(pod)
-        .then(|| now.checked_add(MOUNT_RECHECK).ok())
-        .flatten();
-    let recheck = [deadline, mount_recheck].into_iter().flatten().min();
+    // No earlier look for a pod creating its containers: a mount failure is told by an
+    // Event, and the controller's watch of those triggers the reconcile (`mount_events`).
     StartStep::Going {
         status: next,
-        recheck,
+        recheck: deadline,
     }
 }
 

@@ -107,7 +107,7 @@ fn the_starting_condition_names_the_blocker_and_the_deadline() {
             "2026-12-01T12:00:05Z",
             "PodStarting",
             "must be ready by 2026-12-01T12:10:00Z",
-            Some("2026-12-01T12:00:25Z"),
+            Some("2026-12-01T12:10:00Z"),
         ),
         (
             "its own timeout",
@@ -117,7 +117,7 @@ fn the_starting_condition_names_the_blocker_and_the_deadline() {
             "2026-12-01T12:00:05Z",
             "PodStarting",
             "by 2026-12-01T12:30:00Z",
-            Some("2026-12-01T12:00:25Z"),
+            Some("2026-12-01T12:30:00Z"),
         ),
         (
             "unschedulable",
@@ -128,7 +128,7 @@ fn the_starting_condition_names_the_blocker_and_the_deadline() {
             "2026-12-01T12:00:05Z",
             "Unschedulable",
             "2 Insufficient cpu.; waiting for it to clear: unless it does, the workspace fails at 2026-12-01T12:10:00Z",
-            Some("2026-12-01T12:00:25Z"),
+            Some("2026-12-01T12:10:00Z"),
         ),
         (
             "missing secret",
@@ -148,7 +148,8 @@ fn the_starting_condition_names_the_blocker_and_the_deadline() {
             "2026-12-01T12:01:00Z",
             "VolumeMount",
             "re-created on another node at 2026-12-01T12:10:00Z",
-            Some("2026-12-01T12:01:20Z"),
+            // No earlier look: a new mount failure Event triggers one (`mount_events`).
+            Some("2026-12-01T12:10:00Z"),
         ),
         (
             "image pulling",

@@ -1,16 +1,18 @@
 //! Benchmark: the controller's resident memory with N Workspaces (and so N workspace pods)
-//! in the API server. Pods are pinned to a Node object with no kubelet behind it, so they
-//! stay Pending and are only watched (a pod bound to a missing node would be collected).
-//! The bench itself keeps that node Ready (its Ready condition and its Lease, renewed every
+//! in the API server. Pods are pinned to a Node object with no kubelet behind it (a pod
+//! bound to a missing node would be collected); nothing runs. The bench itself keeps that node Ready (its Ready condition and its Lease, renewed every
 //! 10 s, as a kubelet would): a node nobody renews is a lost node, and the controller would
 //! force-delete and re-create its pods, so the bench would measure churn, not N quiet
-//! workspaces. It checks that no pod was replaced while it measured.
+//! workspaces. Once every pod exists, the bench reports each Running and Ready (as the
+//! node's kubelet would) and waits until every Workspace says Running, so the quiet minute
+//! is N running workspaces. It checks that no pod was replaced while it measured.
 //!
 //!   cargo run --release -p lifeguard-e2e --bin bench-controller-rss -- [N] [CONTROLLER_PID]
 //!
 //! Without a pid it measures the leading controller pod's process (found on this machine
-//! by its pod name). Prints the controller's RSS before, once every pod exists, its median and maximum over
-//! the following quiet minute, and its peak since it started.
+//! by its pod name). Prints the controller's RSS before, once every pod exists, once every
+//! workspace is Running, its median and maximum over the following quiet minute, and its
+//! peak since it started.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -42,8 +44,8 @@ fn rss_mib(pid: u32) -> anyhow::Result<f64> {
     status_mib(pid, "VmRSS")
 }
 
-/// The uids of the bench's pods that are not being deleted.
-async fn live_pod_uids(pods: &Api<Pod>) -> anyhow::Result<BTreeSet<String>> {
+/// The bench's pods that are not being deleted: `(uid, name)`.
+async fn live_pod_uids(pods: &Api<Pod>) -> anyhow::Result<BTreeSet<(String, String)>> {
     let mut uids = BTreeSet::new();
     let mut params = ListParams::default().limit(500);
     loop {
@@ -52,11 +54,54 @@ async fn live_pod_uids(pods: &Api<Pod>) -> anyhow::Result<BTreeSet<String>> {
             page.items
                 .into_iter()
                 .filter(|p| p.metadata.deletion_timestamp.is_none())
-                .filter_map(|p| p.metadata.uid),
+                .filter_map(|p| Some((p.metadata.uid?, p.metadata.name?))),
         );
         match page.metadata.continue_ {
             Some(token) if !token.is_empty() => params = params.continue_token(&token),
             _ => return Ok(uids),
+        }
+    }
+}
+
+/// Reports the pod `(uid, name)` Running and Ready, as its kubelet would; the uid is a
+/// precondition, so a replacement of the same name is not reported.
+async fn report_running(pods: &Api<Pod>, (uid, name): &(String, String)) -> anyhow::Result<()> {
+    let now = jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
+    let status = json!({"metadata": {"uid": uid}, "status": {
+        "phase": "Running",
+        "conditions": [
+            {"type": "Initialized", "status": "True", "lastTransitionTime": now},
+            {"type": "ContainersReady", "status": "True", "lastTransitionTime": now},
+            {"type": "Ready", "status": "True", "lastTransitionTime": now}],
+        "startTime": now,
+        "containerStatuses": [{"name": "ide", "ready": true, "started": true, "restartCount": 0,
+            "image": lifeguard_e2e::BUSYBOX_IMAGE, "imageID": "",
+            "state": {"running": {"startedAt": now}}}]}});
+    pods.patch_status(name, &PatchParams::default(), &Patch::Strategic(status))
+        .await
+        .with_context(|| format!("reporting pod {name} Running"))?;
+    Ok(())
+}
+
+/// How many of the bench's Workspaces say Running (listed in pages).
+async fn running_workspaces(workspaces: &Api<Workspace>) -> anyhow::Result<usize> {
+    let mut running = 0;
+    let mut params = ListParams::default().limit(500);
+    loop {
+        let page = workspaces.list(&params).await?;
+        running += page
+            .items
+            .iter()
+            .filter(|w| {
+                w.status.as_ref().and_then(|s| s.phase)
+                    == Some(lifeguard_api::WorkspacePhase::Running)
+            })
+            .count();
+        match page.metadata.continue_ {
+            Some(token) if !token.is_empty() => params = params.continue_token(&token),
+            _ => return Ok(running),
         }
     }
 }
@@ -83,7 +128,11 @@ async fn keep_node_ready(client: &kube::Client) -> anyhow::Result<()> {
                 "spec": {"holderIdentity": NODE, "leaseDurationSeconds": 40,
                          "renewTime": jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()}});
             leases
-                .patch(NODE, &PatchParams::apply("bench-controller-rss").force(), &Patch::Apply(lease))
+                .patch(
+                    NODE,
+                    &PatchParams::apply("bench-controller-rss").force(),
+                    &Patch::Apply(lease),
+                )
                 .await
                 .context("renewing the phantom node's Lease")?;
             anyhow::Ok(())
@@ -196,6 +245,44 @@ async fn main() -> anyhow::Result<()> {
     );
     println!(
         "controller RSS with {n} workspaces and pods: {:.1} MiB",
+        rss_mib(pid)?
+    );
+    // The bench is the phantom node's kubelet: it reports every pod Running and Ready, so
+    // the quiet minute is N running workspaces (a pod left creating its containers would
+    // also meet its start deadline and be re-created).
+    let marked = Instant::now();
+    let failed = stream::iter(before.iter().cloned())
+        .map(|uid| {
+            let pods = pods.clone();
+            async move { report_running(&pods, &uid).await }
+        })
+        .buffer_unordered(16)
+        .filter_map(|r| futures::future::ready(r.err()))
+        .collect::<Vec<_>>()
+        .await;
+    if let Some(first) = failed.first() {
+        anyhow::bail!(
+            "{} pods could not be reported Running; the first error: {first:#}",
+            failed.len()
+        );
+    }
+    loop {
+        let running = running_workspaces(&workspaces).await?;
+        if running >= n {
+            break;
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "only {running} of {n} workspaces Running after 30 min"
+        );
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    }
+    println!(
+        "{n} workspaces Running {:.0?} after their pods were reported Running",
+        marked.elapsed()
+    );
+    println!(
+        "controller RSS with {n} running workspaces: {:.1} MiB",
         rss_mib(pid)?
     );
     // Periodic passes (sweep, phase count) allocate for a moment; sample the whole minute.

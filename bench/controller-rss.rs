@@ -44,6 +44,46 @@ fn rss_mib(pid: u32) -> anyhow::Result<f64> {
     status_mib(pid, "VmRSS")
 }
 
+/// Runs `results` to the end; fails with how many failed (`what`) and the first error.
+async fn all_done(
+    results: impl futures::Stream<Item = anyhow::Result<()>>,
+    what: &str,
+) -> anyhow::Result<()> {
+    let failed: Vec<anyhow::Error> = results
+        .filter_map(|r| futures::future::ready(r.err()))
+        .collect()
+        .await;
+    match failed.first() {
+        Some(first) => anyhow::bail!("{} {what}; the first error: {first:#}", failed.len()),
+        None => Ok(()),
+    }
+}
+
+/// Polls `count` every 5 s until it reaches `n`, and returns what it found then; fails at
+/// `deadline`, saying how many `what` there were.
+async fn poll_until<T, F, Fut>(
+    n: usize,
+    deadline: Instant,
+    what: &str,
+    mut count: F,
+) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<(usize, T)>>,
+{
+    loop {
+        let (have, found) = count().await?;
+        if have >= n {
+            return Ok(found);
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "only {have} of {n} {what} after 30 min"
+        );
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    }
+}
+
 /// The bench's pods that are not being deleted: `(uid, name)`.
 async fn live_pod_uids(pods: &Api<Pod>) -> anyhow::Result<BTreeSet<(String, String)>> {
     let mut uids = BTreeSet::new();
@@ -215,30 +255,15 @@ async fn main() -> anyhow::Result<()> {
                 }
             }
         })
-        .buffer_unordered(16)
-        .filter_map(|r| futures::future::ready(r.err()))
-        .collect::<Vec<_>>()
-        .await;
-    if let Some(first) = failed.first() {
-        anyhow::bail!(
-            "{} Workspaces could not be created; the first error: {first:#}",
-            failed.len()
-        );
-    }
+        .buffer_unordered(16);
+    all_done(failed, "Workspaces could not be created").await?;
     println!("{n} Workspaces created in {:.0?}", started.elapsed());
     let deadline = Instant::now() + Duration::from_secs(1800);
-    let before = loop {
+    let before = poll_until(n, deadline, "pods", || async {
         let live = live_pod_uids(&pods).await?;
-        let have = live.len();
-        if have >= n {
-            break live;
-        }
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "only {have} of {n} pods after 30 min"
-        );
-        tokio::time::sleep(Duration::from_secs(5)).await;
-    };
+        Ok((live.len(), live))
+    })
+    .await?;
     println!(
         "{n} pods created by the controller after {:.0?}",
         started.elapsed()
@@ -256,27 +281,12 @@ async fn main() -> anyhow::Result<()> {
             let pods = pods.clone();
             async move { report_running(&pods, &uid).await }
         })
-        .buffer_unordered(16)
-        .filter_map(|r| futures::future::ready(r.err()))
-        .collect::<Vec<_>>()
-        .await;
-    if let Some(first) = failed.first() {
-        anyhow::bail!(
-            "{} pods could not be reported Running; the first error: {first:#}",
-            failed.len()
-        );
-    }
-    loop {
-        let running = running_workspaces(&workspaces).await?;
-        if running >= n {
-            break;
-        }
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "only {running} of {n} workspaces Running after 30 min"
-        );
-        tokio::time::sleep(Duration::from_secs(5)).await;
-    }
+        .buffer_unordered(16);
+    all_done(failed, "pods could not be reported Running").await?;
+    poll_until(n, deadline, "workspaces Running", || async {
+        Ok((running_workspaces(&workspaces).await?, ()))
+    })
+    .await?;
     println!(
         "{n} workspaces Running {:.0?} after their pods were reported Running",
         marked.elapsed()

@@ -32,10 +32,6 @@ use crate::pod_names::PodNames;
 /// (their pods only lose the detail of the blocker, never their start deadline).
 pub const MAX_PODS: usize = 10_000;
 
-/// A message longer than this is cut: it is shown in a condition, and the kubelet's
-/// messages are a line or two.
-const MAX_MESSAGE: usize = 1024;
-
 /// The latest mount failure of one pod.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MountFailure {
@@ -63,14 +59,9 @@ pub fn read(event: &Event) -> Option<(String, String, String, MountFailure)> {
         .or(event.event_time.as_ref().map(|t| t.0))
         .or(event.first_timestamp.as_ref().map(|t| t.0))
         .or(event.metadata.creation_timestamp.as_ref().map(|t| t.0))?;
-    let mut message = event.message.clone().unwrap_or_default();
-    if message.len() > MAX_MESSAGE {
-        let mut cut = MAX_MESSAGE;
-        while !message.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        message.truncate(cut);
-    }
+    // Cut as an Event note is (it is told in the Workspace's condition and Events): the
+    // kubelet's messages are a line or two, a longer one is not kept whole.
+    let message = lifeguard_runtime::events::fit_note(event.message.as_deref().unwrap_or_default());
     Some((
         involved.uid.clone()?,
         involved

@@ -2,6 +2,8 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Event;
 use serde_json::json;
 
+use lifeguard_runtime::events::MAX_NOTE_BYTES;
+
 use super::*;
 
 fn event(name: &str, reason: &str, kind: &str, last: &str, message: &str) -> Event {
@@ -58,7 +60,7 @@ fn read_takes_only_mount_failures_of_pods() {
 
 #[test]
 fn read_cuts_a_long_message_on_a_character_boundary() {
-    let long = "é".repeat(MAX_MESSAGE);
+    let long = "é".repeat(MAX_NOTE_BYTES);
     let (.., f) = read(&event(
         "e1",
         "FailedMount",
@@ -67,8 +69,9 @@ fn read_cuts_a_long_message_on_a_character_boundary() {
         &long,
     ))
     .expect("a mount failure");
-    assert!(f.message.len() <= MAX_MESSAGE);
-    assert!(f.message.chars().all(|c| c == 'é'));
+    assert!(f.message.len() <= MAX_NOTE_BYTES);
+    let kept = f.message.strip_suffix('…').expect("the cut is marked");
+    assert!(kept.chars().all(|c| c == 'é'));
 }
 
 #[test]

@@ -27,9 +27,12 @@ pub async fn observe(ctx: &Context, ws: &Workspace, pod: Option<&Pod>) -> Result
 /// The latest FailedMount or FailedAttachVolume Event of a pod still creating its
 /// containers, from the controller's watch of those Events (`mount_events`): no API call.
 fn mount_event(ctx: &Context, ws: &Workspace, pod: &Pod) -> Option<(String, String)> {
-    let status = ws.status.clone().unwrap_or_default();
+    // No status yet: not started (`started` needs a podReadyTime).
     if pod.metadata.deletion_timestamp.is_some()
-        || crate::workspace::start::started(&status, pod)
+        || ws
+            .status
+            .as_ref()
+            .is_some_and(|status| crate::workspace::start::started(status, pod))
         || !lifeguard_api::start_blocker::creating_containers(pod)
     {
         return None;

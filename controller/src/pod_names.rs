@@ -3,10 +3,11 @@
 //! and keeps which pod names exist, so that a new Workspace's first reconcile need not read
 //! a pod that cannot exist yet (`workspace::pod_read`).
 //!
-//! Only the name, the namespace, the resource version and the owner references to
-//! Workspaces are kept: the owners are what the trigger maps from (it runs after the cache
-//! took its copy), and a few hundred bytes a pod are what the 10,000-workspace memory
-//! target allows.
+//! The cache is an index of (namespace, name) to the owning Workspace, a few dozen bytes a
+//! pod plus its name: that, not a reflector store of pod metadata (about 1 KB a pod even
+//! stripped), is what the 10,000-workspace memory target allows. The pods the stream
+//! yields keep only the name, the namespace, the resource version and the owner
+//! references to Workspaces, which the controller's trigger maps from.
 //!
 //! The first event of a pod the reconciler has just created is its own echo: the
 //! reconcile that created it already planned with the pod the create returned
@@ -20,18 +21,17 @@
 //! exactly the version the create returned. Any later change of the pod triggers.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures::{Stream, TryStreamExt};
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::core::PartialObjectMeta;
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 use lifeguard_api::Workspace;
-use lifeguard_api::names::WORKSPACE_LABEL;
+use lifeguard_api::names::{WORKSPACE_LABEL, workspace_of_pod};
 
 use crate::workspace::pod_read::CachedPod;
 
@@ -71,11 +71,119 @@ impl Echoes {
     }
 }
 
+/// Which Workspace owns a workspace pod, as its owner reference says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Owner {
+    /// The Workspace the pod's name is made from (`names::pod_name`): every pod the
+    /// controller creates, kept without a copy of the name.
+    NamedByPod,
+    Other(Box<str>),
+    /// No Workspace owns it (a pod with the label that lifeguard did not create).
+    None,
+}
+
+/// A namespace's workspace pods, by name.
+type PodsByName = HashMap<Box<str>, Owner>;
+
+/// The workspace pods that exist, by namespace and name, and their owners: a few dozen
+/// bytes a pod plus its name, where a reflector store of the stripped metadata held a
+/// whole `ObjectMeta`, its key and its owner reference (about 1 KB a pod).
+#[derive(Debug, Default)]
+struct PodIndex {
+    pods: HashMap<Box<str>, PodsByName>,
+    /// The pods of a relist in progress, which replace `pods` when it completes (as a
+    /// reflector's store does): a pod deleted while the watch was down is dropped then.
+    relisting: Option<HashMap<Box<str>, PodsByName>>,
+    /// Whether a first list completed: before, a pod missing from the index may exist.
+    listed: bool,
+}
+
+fn owner_of(meta: &ObjectMeta, name: &str) -> Owner {
+    let workspace_kind = Workspace::kind(&());
+    match meta
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|r| r.kind == workspace_kind)
+    {
+        Some(r) if workspace_of_pod(name) == Some(r.name.as_str()) => Owner::NamedByPod,
+        Some(r) => Owner::Other(r.name.as_str().into()),
+        None => Owner::None,
+    }
+}
+
+fn insert(pods: &mut HashMap<Box<str>, PodsByName>, pod: &PartialObjectMeta<Pod>) {
+    let (Some(namespace), Some(name)) = (&pod.metadata.namespace, &pod.metadata.name) else {
+        return;
+    };
+    let owner = owner_of(&pod.metadata, name);
+    match pods.get_mut(namespace.as_str()) {
+        Some(in_namespace) => in_namespace.insert(name.as_str().into(), owner),
+        None => pods
+            .entry(namespace.as_str().into())
+            .or_default()
+            .insert(name.as_str().into(), owner),
+    };
+}
+
+impl PodIndex {
+    fn apply(&mut self, event: &watcher::Event<PartialObjectMeta<Pod>>) {
+        match event {
+            watcher::Event::Apply(pod) => insert(&mut self.pods, pod),
+            watcher::Event::Delete(pod) => {
+                let (Some(namespace), Some(name)) = (&pod.metadata.namespace, &pod.metadata.name)
+                else {
+                    return;
+                };
+                if let Some(in_namespace) = self.pods.get_mut(namespace.as_str()) {
+                    in_namespace.remove(name.as_str());
+                    if in_namespace.is_empty() {
+                        self.pods.remove(namespace.as_str());
+                    }
+                }
+            }
+            watcher::Event::Init => self.relisting = Some(HashMap::new()),
+            watcher::Event::InitApply(pod) => {
+                if let Some(relisting) = self.relisting.as_mut() {
+                    insert(relisting, pod);
+                }
+            }
+            watcher::Event::InitDone => {
+                if let Some(listed) = self.relisting.take() {
+                    self.pods = listed;
+                    self.listed = true;
+                }
+            }
+        }
+    }
+
+    fn get(&self, namespace: &str, name: &str) -> Option<&Owner> {
+        self.pods.get(namespace)?.get(name)
+    }
+
+    fn lookup(&self, namespace: &str, name: &str) -> CachedPod {
+        if !self.listed {
+            return CachedPod::Unknown;
+        }
+        match self.get(namespace, name) {
+            Some(_) => CachedPod::Present,
+            None => CachedPod::Absent,
+        }
+    }
+
+    /// The name of the Workspace owning pod `name`, if the index holds the pod.
+    fn owner<'a>(&'a self, namespace: &str, name: &'a str) -> Option<&'a str> {
+        match self.get(namespace, name)? {
+            Owner::NamedByPod => workspace_of_pod(name),
+            Owner::Other(owner) => Some(owner),
+            Owner::None => None,
+        }
+    }
+}
+
 #[derive(Clone)]
 pub struct PodNames {
-    store: Store<PartialObjectMeta<Pod>>,
-    /// Whether the first list is in: before, a pod missing from the cache may exist.
-    ready: Arc<AtomicBool>,
+    index: Arc<Mutex<PodIndex>>,
     /// The creates whose echo is awaited; an entry lives from just before the create to
     /// the pod's next event (or the create's failure).
     echoes: Arc<Mutex<Echoes>>,
@@ -88,23 +196,17 @@ fn key_of(pod: &impl Resource) -> Option<PodKey> {
 impl PodNames {
     /// What the cache says about pod `name` in `namespace`.
     pub fn lookup(&self, namespace: &str, name: &str) -> CachedPod {
-        if !self.ready.load(Ordering::Acquire) {
-            return CachedPod::Unknown;
-        }
-        match self.store.get(&ObjectRef::new(name).within(namespace)) {
-            Some(_) => CachedPod::Present,
-            None => CachedPod::Absent,
+        match self.index.lock() {
+            Ok(index) => index.lookup(namespace, name),
+            Err(_) => CachedPod::Unknown,
         }
     }
 
     /// The Workspace owning the workspace pod `name`, if the cache holds the pod.
     pub fn owner(&self, namespace: &str, name: &str) -> Option<crate::nodes::WorkspaceRef> {
-        let pod = self.store.get(&ObjectRef::new(name).within(namespace))?;
-        pod.metadata
-            .owner_references
-            .iter()
-            .flatten()
-            .find_map(|r| ObjectRef::from_owner_ref(Some(namespace), r, ()))
+        let index = self.index.lock().ok()?;
+        let owner = index.owner(namespace, name)?;
+        Some(ObjectRef::new(owner).within(namespace))
     }
 
     fn echoes(&self) -> Option<std::sync::MutexGuard<'_, Echoes>> {
@@ -145,11 +247,18 @@ impl PodNames {
         };
         echoes.take(&key, pod.metadata.resource_version.as_deref())
     }
+
+    fn index(&self, event: &watcher::Event<PartialObjectMeta<Pod>>) {
+        if let Ok(mut index) = self.index.lock() {
+            index.apply(event);
+        }
+    }
 }
 
 /// Keeps the name, the namespace, the resource version (for `is_echo`) and the owner
 /// references to Workspaces (without their `controller` and `blockOwnerDeletion`, which
-/// the trigger does not read).
+/// the trigger does not read): the controller maps each pod event to its Workspace
+/// through them.
 fn strip(pod: &mut PartialObjectMeta<Pod>) {
     let meta = std::mem::take(&mut pod.metadata);
     pod.types = None;
@@ -182,129 +291,27 @@ pub fn watch(
     PodNames,
     impl Stream<Item = Result<PartialObjectMeta<Pod>, watcher::Error>> + Send + 'static,
 ) {
-    let (store, writer) = reflector::store();
-    let ready = Arc::new(AtomicBool::new(false));
-    {
-        let (store, ready) = (store.clone(), ready.clone());
-        tokio::spawn(async move {
-            if store.wait_until_ready().await.is_ok() {
-                ready.store(true, Ordering::Release);
-            }
-        });
-    }
     let names = PodNames {
-        store,
-        ready,
+        index: Arc::default(),
         echoes: Arc::default(),
     };
-    let filter = names.clone();
+    let (indexer, filter) = (names.clone(), names.clone());
     let events = watcher(
         Api::<PartialObjectMeta<Pod>>::all(client),
         watcher::Config::default().labels(WORKSPACE_LABEL),
     )
     .default_backoff()
     .modify(strip)
-    .reflect(writer)
+    .map_ok(move |event| {
+        indexer.index(&event);
+        event
+    })
     .touched_objects()
-    // After the cache took it: an echo still records that the pod exists.
+    // After the index took it: an echo still records that the pod exists.
     .try_filter(move |pod| std::future::ready(!filter.is_echo(pod)));
     (names, events)
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn strip_keeps_what_the_trigger_and_the_lookup_read() {
-        let mut pod: PartialObjectMeta<Pod> = serde_json::from_value(json!({
-            "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
-            "metadata": {
-                "name": "ws-alice", "namespace": "team-a", "uid": "p1",
-                "resourceVersion": "42", "labels": {"lifeguard.dev/workspace": "alice"},
-                "finalizers": ["lifeguard.dev/disposal"],
-                "managedFields": [{"manager": "lifeguard-controller", "operation": "Update"}],
-                "ownerReferences": [
-                    {"apiVersion": "lifeguard.dev/v1alpha1", "kind": "Workspace", "name": "alice",
-                     "uid": "w1", "controller": true, "blockOwnerDeletion": true},
-                    {"apiVersion": "v1", "kind": "ConfigMap", "name": "other", "uid": "c1"}
-                ]
-            }
-        }))
-        .expect("pod literal");
-        strip(&mut pod);
-        assert_eq!(
-            serde_json::to_value(&pod.metadata).expect("serializes"),
-            json!({"name": "ws-alice", "namespace": "team-a", "resourceVersion": "42", "ownerReferences": [
-                {"apiVersion": "lifeguard.dev/v1alpha1", "kind": "Workspace", "name": "alice",
-                 "uid": "w1"}]})
-        );
-        let owners: Vec<_> = pod
-            .metadata
-            .owner_references
-            .iter()
-            .flatten()
-            .filter_map(|r| {
-                ObjectRef::<PartialObjectMeta<Workspace>>::from_owner_ref(Some("team-a"), r, ())
-            })
-            .collect();
-        assert_eq!(
-            owners,
-            vec![ObjectRef::new("alice").within("team-a")],
-            "the owning Workspace is still found"
-        );
-    }
-
-    fn key(name: &str) -> PodKey {
-        ("team-a".to_string(), name.to_string())
-    }
-
-    #[test]
-    fn only_the_echo_of_our_own_create_is_dropped_and_only_once() {
-        let mut echoes = Echoes::default();
-        // alice: answered before her echo came; bob: his echo came first; carol: refused.
-        echoes.creating(key("ws-alice"));
-        echoes.creating(key("ws-bob"));
-        echoes.creating(key("ws-carol"));
-        echoes.created(&key("ws-alice"), "10".into());
-        let events = [
-            ("a pod nobody created", key("ws-dave"), "5", false),
-            (
-                "bob's echo, while his create was in flight",
-                key("ws-bob"),
-                "20",
-                true,
-            ),
-            (
-                "alice's echo, at the version her create returned",
-                key("ws-alice"),
-                "10",
-                true,
-            ),
-            (
-                "alice again at that version (a relist)",
-                key("ws-alice"),
-                "10",
-                false,
-            ),
-            ("alice bound", key("ws-alice"), "11", false),
-            ("bob bound", key("ws-bob"), "21", false),
-        ];
-        for (what, pod, version, echo) in events {
-            assert_eq!(echoes.take(&pod, Some(version)), echo, "{what}");
-        }
-        // bob's answer after his echo: nothing is awaited any more.
-        echoes.created(&key("ws-bob"), "20".into());
-        echoes.not_created(&key("ws-carol"));
-        assert!(echoes.0.is_empty(), "every expectation is settled");
-        // A pod changed since the create returned: that change triggers.
-        echoes.creating(key("ws-erin"));
-        echoes.created(&key("ws-erin"), "30".into());
-        assert!(
-            !echoes.take(&key("ws-erin"), Some("31")),
-            "erin changed since"
-        );
-    }
-}
+#[path = "pod_names_tests.rs"]
+mod tests;

@@ -1,0 +1,205 @@
+use serde_json::json;
+
+use super::*;
+
+#[test]
+fn strip_keeps_what_the_trigger_and_the_lookup_read() {
+    let mut pod: PartialObjectMeta<Pod> = serde_json::from_value(json!({
+        "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+        "metadata": {
+            "name": "ws-alice", "namespace": "team-a", "uid": "p1",
+            "resourceVersion": "42", "labels": {"lifeguard.dev/workspace": "alice"},
+            "finalizers": ["lifeguard.dev/disposal"],
+            "managedFields": [{"manager": "lifeguard-controller", "operation": "Update"}],
+            "ownerReferences": [
+                {"apiVersion": "lifeguard.dev/v1alpha1", "kind": "Workspace", "name": "alice",
+                 "uid": "w1", "controller": true, "blockOwnerDeletion": true},
+                {"apiVersion": "v1", "kind": "ConfigMap", "name": "other", "uid": "c1"}
+            ]
+        }
+    }))
+    .expect("pod literal");
+    strip(&mut pod);
+    assert_eq!(
+        serde_json::to_value(&pod.metadata).expect("serializes"),
+        json!({"name": "ws-alice", "namespace": "team-a", "resourceVersion": "42", "ownerReferences": [
+            {"apiVersion": "lifeguard.dev/v1alpha1", "kind": "Workspace", "name": "alice",
+             "uid": "w1"}]})
+    );
+    let owners: Vec<_> = pod
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .filter_map(|r| {
+            ObjectRef::<PartialObjectMeta<Workspace>>::from_owner_ref(Some("team-a"), r, ())
+        })
+        .collect();
+    assert_eq!(
+        owners,
+        vec![ObjectRef::new("alice").within("team-a")],
+        "the owning Workspace is still found"
+    );
+}
+
+fn key(name: &str) -> PodKey {
+    ("team-a".to_string(), name.to_string())
+}
+
+#[test]
+fn only_the_echo_of_our_own_create_is_dropped_and_only_once() {
+    let mut echoes = Echoes::default();
+    // alice: answered before her echo came; bob: his echo came first; carol: refused.
+    echoes.creating(key("ws-alice"));
+    echoes.creating(key("ws-bob"));
+    echoes.creating(key("ws-carol"));
+    echoes.created(&key("ws-alice"), "10".into());
+    let events = [
+        ("a pod nobody created", key("ws-dave"), "5", false),
+        (
+            "bob's echo, while his create was in flight",
+            key("ws-bob"),
+            "20",
+            true,
+        ),
+        (
+            "alice's echo, at the version her create returned",
+            key("ws-alice"),
+            "10",
+            true,
+        ),
+        (
+            "alice again at that version (a relist)",
+            key("ws-alice"),
+            "10",
+            false,
+        ),
+        ("alice bound", key("ws-alice"), "11", false),
+        ("bob bound", key("ws-bob"), "21", false),
+    ];
+    for (what, pod, version, echo) in events {
+        assert_eq!(echoes.take(&pod, Some(version)), echo, "{what}");
+    }
+    // bob's answer after his echo: nothing is awaited any more.
+    echoes.created(&key("ws-bob"), "20".into());
+    echoes.not_created(&key("ws-carol"));
+    assert!(echoes.0.is_empty(), "every expectation is settled");
+    // A pod changed since the create returned: that change triggers.
+    echoes.creating(key("ws-erin"));
+    echoes.created(&key("ws-erin"), "30".into());
+    assert!(
+        !echoes.take(&key("ws-erin"), Some("31")),
+        "erin changed since"
+    );
+}
+
+fn pod(namespace: &str, name: &str, owner: Option<&str>) -> PartialObjectMeta<Pod> {
+    let owners: Vec<_> = owner
+        .map(|o| json!({"apiVersion": "lifeguard.dev/v1alpha1", "kind": "Workspace", "name": o, "uid": "w"}))
+        .into_iter()
+        .collect();
+    serde_json::from_value(json!({
+        "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+        "metadata": {"name": name, "namespace": namespace, "ownerReferences": owners}
+    }))
+    .expect("pod literal")
+}
+
+#[test]
+fn the_index_knows_nothing_until_its_first_list_completes() {
+    use watcher::Event::*;
+    let mut index = PodIndex::default();
+    assert_eq!(index.lookup("team-a", "ws-alice"), CachedPod::Unknown);
+    index.apply(&Init);
+    index.apply(&InitApply(pod("team-a", "ws-alice", Some("alice"))));
+    assert_eq!(
+        index.lookup("team-b", "ws-bob"),
+        CachedPod::Unknown,
+        "a list in progress proves no absence"
+    );
+    index.apply(&InitDone);
+    assert_eq!(index.lookup("team-a", "ws-alice"), CachedPod::Present);
+    assert_eq!(index.lookup("team-a", "ws-bob"), CachedPod::Absent);
+    assert_eq!(index.lookup("team-b", "ws-alice"), CachedPod::Absent);
+}
+
+#[test]
+fn the_index_follows_changes_and_a_relist_replaces_it() {
+    use watcher::Event::*;
+    let mut index = PodIndex::default();
+    for event in [
+        Init,
+        InitApply(pod("team-a", "ws-alice", Some("alice"))),
+        InitApply(pod("team-a", "ws-bob", Some("bob"))),
+        InitDone,
+        Apply(pod("team-b", "ws-carol", Some("carol"))),
+        Delete(pod("team-a", "ws-bob", Some("bob"))),
+    ] {
+        index.apply(&event);
+    }
+    let present =
+        |index: &PodIndex, ns: &str, name: &str| index.lookup(ns, name) == CachedPod::Present;
+    assert!(present(&index, "team-a", "ws-alice"));
+    assert!(!present(&index, "team-a", "ws-bob"), "deleted");
+    assert!(
+        present(&index, "team-b", "ws-carol"),
+        "created after the list"
+    );
+    // The watch restarts; while it relists, the old index still answers.
+    index.apply(&Init);
+    index.apply(&InitApply(pod("team-b", "ws-carol", Some("carol"))));
+    assert!(
+        present(&index, "team-a", "ws-alice"),
+        "until the relist completes"
+    );
+    index.apply(&InitDone);
+    assert!(
+        !present(&index, "team-a", "ws-alice"),
+        "deleted while the watch was down: the relist drops it"
+    );
+    assert!(present(&index, "team-b", "ws-carol"));
+    // The last pod of a namespace leaves no empty map behind.
+    index.apply(&Delete(pod("team-b", "ws-carol", Some("carol"))));
+    assert!(index.pods.is_empty());
+}
+
+#[test]
+fn the_owner_is_the_workspace_of_the_owner_reference() {
+    use watcher::Event::*;
+    let mut index = PodIndex::default();
+    let cases = [
+        (
+            "a pod the controller created",
+            "ws-alice",
+            Some("alice"),
+            Some("alice"),
+        ),
+        (
+            "a pod named for another Workspace",
+            "ws-bob",
+            Some("carol"),
+            Some("carol"),
+        ),
+        ("a labelled pod no Workspace owns", "ws-dave", None, None),
+        (
+            "a pod whose name follows no rule",
+            "tool",
+            Some("erin"),
+            Some("erin"),
+        ),
+    ];
+    index.apply(&Init);
+    for (_, name, owner, _) in cases {
+        index.apply(&InitApply(pod("team-a", name, owner)));
+    }
+    index.apply(&InitDone);
+    for (what, name, _, expected) in cases {
+        assert_eq!(index.owner("team-a", name), expected, "{what}");
+    }
+    assert_eq!(
+        index.get("team-a", "ws-alice"),
+        Some(&Owner::NamedByPod),
+        "no copy of a name the pod's name already gives"
+    );
+    assert_eq!(index.owner("team-b", "ws-alice"), None, "another namespace");
+}

@@ -12,7 +12,9 @@
 //! Without a pid it measures the leading controller pod's process (found on this machine
 //! by its pod name). Prints the controller's RSS before, once every pod exists, once every
 //! workspace is Running, its median and maximum over the following quiet minute, and its
-//! peak since it started.
+//! peak since it started. With `FAILOVER=1` it then deletes the leading controller pod and
+//! measures the standby that takes over among the N running workspaces (a controller
+//! restarted at scale, as in an upgrade). `KEEP=1` leaves everything in place.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -190,6 +192,54 @@ async fn keep_node_ready(client: &kube::Client) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The leader's pod is deleted, as a node drain or an upgrade would, and the standby takes
+/// over among the N running workspaces: it lists them and reconciles each once. Prints the
+/// new leader's RSS a minute after it leads, its median and maximum over the two minutes
+/// after that, and its peak; returns how many pods were replaced meanwhile.
+async fn failover(
+    client: &kube::Client,
+    pods: &Api<Pod>,
+    before: &BTreeSet<(String, String)>,
+) -> anyhow::Result<usize> {
+    let old = lifeguard_e2e::controller_leader(client)
+        .await?
+        .context("no controller holds the Lease")?;
+    let system: Api<Pod> = Api::namespaced(client.clone(), lifeguard_e2e::LIFEGUARD_NAMESPACE);
+    system.delete(&old, &DeleteParams::default()).await?;
+    let new = poll_until(
+        1,
+        Instant::now() + Duration::from_secs(120),
+        "new leader",
+        || async {
+            Ok(match lifeguard_e2e::controller_leader(client).await? {
+                Some(leader) if leader != old => (1, leader),
+                _ => (0, String::new()),
+            })
+        },
+    )
+    .await?;
+    let pid = lifeguard_e2e::local_pid(&new, "lifeguard-controller")?;
+    println!("failover: {new} leads after {old} was deleted");
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    println!("new leader's RSS a minute later: {:.1} MiB", rss_mib(pid)?);
+    let mut samples = Vec::new();
+    for _ in 0..60 {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        samples.push(rss_mib(pid)?);
+    }
+    samples.sort_by(f64::total_cmp);
+    println!(
+        "new leader's RSS over the next two minutes (60 samples): median {:.1} MiB, max {:.1} MiB; peak since start (VmHWM) {:.1} MiB; RssAnon {:.1} MiB, RssFile {:.1} MiB",
+        samples[samples.len() / 2],
+        samples[samples.len() - 1],
+        status_mib(pid, "VmHWM")?,
+        status_mib(pid, "RssAnon")?,
+        status_mib(pid, "RssFile")?
+    );
+    let after = live_pod_uids(pods).await?;
+    Ok(before.difference(&after).count())
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
@@ -310,6 +360,18 @@ async fn main() -> anyhow::Result<()> {
         samples[samples.len() - 1],
         status_mib(pid, "VmHWM")?
     );
+    // The mapped binary (RssFile) is page cache shared with every process mapping it; the
+    // controller's own memory is RssAnon.
+    println!(
+        "of which RssAnon {:.1} MiB, RssFile {:.1} MiB",
+        status_mib(pid, "RssAnon")?,
+        status_mib(pid, "RssFile")?
+    );
+
+    let mut replaced_in_failover = 0;
+    if std::env::var_os("FAILOVER").is_some() {
+        replaced_in_failover = failover(&client, &pods, &after).await?;
+    }
 
     if std::env::var_os("KEEP").is_none() {
         println!("cleaning up (force-deleting pods on the missing node)");
@@ -345,6 +407,10 @@ async fn main() -> anyhow::Result<()> {
         let _ = leases.delete(NODE, &DeleteParams::default()).await;
     }
     // After the clean-up, so a failed check does not leave N workspaces behind.
+    anyhow::ensure!(
+        replaced_in_failover == 0,
+        "{replaced_in_failover} pods were replaced or deleted after the failover"
+    );
     anyhow::ensure!(
         replaced == 0 && after.len() == n,
         "the workspaces were not quiet: {replaced} pods were replaced or deleted during the \

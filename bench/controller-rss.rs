@@ -376,9 +376,23 @@ async fn main() -> anyhow::Result<()> {
     if std::env::var_os("KEEP").is_none() {
         println!("cleaning up (force-deleting pods on the missing node)");
         let _ = namespaces.delete(NAMESPACE, &DeleteParams::default()).await;
-        let mut params = ListParams::default().limit(500);
+        // Always the first page: every pod on it is gone once handled, and a continue token
+        // would expire (410) in a clean-up longer than the API server keeps it, leaving the
+        // rest, and the node, behind.
+        let params = ListParams::default().limit(500);
+        // Each round removes up to a page; more rounds than that means pods that stay.
+        let mut rounds_left = n / 500 + 20;
         loop {
             let page = pods.list_metadata(&params).await?;
+            if page.items.is_empty() {
+                break;
+            }
+            rounds_left = rounds_left.checked_sub(1).with_context(|| {
+                format!(
+                    "clean-up: {}+ pods in {NAMESPACE} are not going away",
+                    page.items.len()
+                )
+            })?;
             stream::iter(page.items)
                 .for_each_concurrent(16, |pod| {
                     let pods = pods.clone();
@@ -397,10 +411,6 @@ async fn main() -> anyhow::Result<()> {
                     }
                 })
                 .await;
-            match page.metadata.continue_ {
-                Some(token) if !token.is_empty() => params = params.continue_token(&token),
-                _ => break,
-            }
         }
         let _ = nodes.delete(NODE, &DeleteParams::default()).await;
         let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-node-lease");

@@ -3,6 +3,14 @@
 //!   admission-server lifeguard ADDR CERT KEY   the real admission router and TLS server,
 //!                                              with three MaintenanceWindows in a
 //!                                              pre-synced in-memory cache
+//!   admission-server in-process BODY N         N reviews through the router in process,
+//!                                              against a canned router: lifeguard's own
+//!                                              work per review, without the stack
+//!   admission-server lifeguard-canned ADDR CERT KEY
+//!                                              lifeguard's TLS server and connection
+//!                                              layer with a router that answers the
+//!                                              canned review: the stack without
+//!                                              lifeguard's own work
 //!   admission-server bare ADDR CERT KEY        the same stack (tokio, rustls with ring,
 //!                                              hyper-util's HTTP/1.1 + HTTP/2 server)
 //!                                              reading the body and answering a canned
@@ -36,8 +44,16 @@ const CANNED: &str = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionRev
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
+    #[cfg(not(lifeguard_bench_baseline))]
+    if let [_, mode, body, reviews] = args.as_slice()
+        && mode == "in-process"
+    {
+        return in_process(Path::new(body), reviews.parse()?).await;
+    }
     let [_, mode, addr, cert, key] = args.as_slice() else {
-        bail!("usage: admission-server lifeguard|bare ADDR CERT KEY");
+        bail!(
+            "usage: admission-server lifeguard|lifeguard-canned|bare ADDR CERT KEY, or admission-server in-process BODY N"
+        );
     };
     let acceptor = TlsAcceptor::from(Arc::new(tls(Path::new(cert), Path::new(key))?));
     let listener = TcpListener::bind(addr.as_str())
@@ -45,22 +61,79 @@ async fn main() -> anyhow::Result<()> {
         .with_context(|| format!("binding {addr}"))?;
     eprintln!("admission-server {mode} serving on {addr}");
     match mode.as_str() {
-        "lifeguard" => {
-            let state = AppState {
-                caches: Caches::fixed(windows()?),
-                // The serving certificate is the acceptor's; the store only feeds /readyz.
-                #[cfg(not(lifeguard_bench_baseline))]
-                certs: Arc::new(lifeguard_webhook::certs::CertStore::new(Arc::new(
-                    rustls::crypto::ring::default_provider(),
-                ))),
-                metrics: Metrics::new()?,
-                recreation_users: Arc::new(Vec::new()),
-            };
-            serve_lifeguard(listener, acceptor, state).await;
-        }
+        "lifeguard" => serve_lifeguard(listener, acceptor, lifeguard_state()?, false).await,
+        "lifeguard-canned" => serve_lifeguard(listener, acceptor, lifeguard_state()?, true).await,
         "bare" => serve_bare(listener, acceptor).await,
         other => bail!("unknown mode {other:?}: lifeguard or bare"),
     }
+    Ok(())
+}
+
+fn lifeguard_state() -> anyhow::Result<AppState> {
+    Ok(AppState {
+        caches: Caches::fixed(windows()?),
+        // The serving certificate is the acceptor's; the store only feeds /readyz.
+        #[cfg(not(lifeguard_bench_baseline))]
+        certs: Arc::new(lifeguard_webhook::certs::CertStore::new(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))),
+        metrics: Metrics::new()?,
+        recreation_users: Arc::new(Vec::new()),
+    })
+}
+
+/// What a review costs lifeguard's router itself, with no TLS, TCP or HTTP framing: N
+/// reviews of BODY sent to `/validate` in process (`oneshot`), against a router that
+/// reads the body and answers the canned review. Three rounds, alternating; prints the
+/// CPU time per review of each and the difference, lifeguard's own work per review.
+#[cfg(not(lifeguard_bench_baseline))]
+async fn in_process(body: &Path, reviews: u32) -> anyhow::Result<()> {
+    use clap::Parser;
+    use lifeguard_webhook::body::BodyBudget;
+    use tower::ServiceExt;
+    let body = axum::body::Bytes::from(
+        std::fs::read(body).with_context(|| format!("reading {}", body.display()))?,
+    );
+    let config = lifeguard_webhook::flags::Config::parse_from(["lifeguard-webhook"]);
+    let lifeguard = lifeguard_webhook::server::admission_router(
+        lifeguard_state()?,
+        BodyBudget::from_config(&config),
+    );
+    let bare = canned_router();
+    let mut per_review = [Vec::new(), Vec::new()];
+    for round in 1..=3 {
+        for (i, (name, router)) in [("bare", &bare), ("lifeguard", &lifeguard)]
+            .into_iter()
+            .enumerate()
+        {
+            let started = std::time::Instant::now();
+            for _ in 0..reviews {
+                let request = hyper::Request::post("/validate")
+                    .header("content-type", "application/json")
+                    .header("content-length", body.len())
+                    .body(Body::from(body.clone()))?;
+                let response = router.clone().oneshot(request).await?;
+                anyhow::ensure!(
+                    response.status().is_success(),
+                    "{name}: {}",
+                    response.status()
+                );
+                response.into_body().collect().await?;
+            }
+            let micros = started.elapsed().as_secs_f64() * 1e6 / f64::from(reviews.max(1));
+            per_review[i].push(micros);
+            println!("{name:<10} round {round}: {micros:6.2} us per review, in process");
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (bare, lifeguard) = (median(&mut per_review[0]), median(&mut per_review[1]));
+    println!(
+        "medians: bare {bare:.2} us, lifeguard {lifeguard:.2} us; lifeguard's own work {:.2} us per review",
+        lifeguard - bare
+    );
     Ok(())
 }
 
@@ -101,15 +174,36 @@ fn tls(cert: &Path, key: &Path) -> anyhow::Result<rustls::ServerConfig> {
     Ok(config)
 }
 
+/// A router that reads the body and answers the canned review: what is left of lifeguard's
+/// admission path without its own work.
+fn canned_router() -> axum::Router {
+    axum::Router::new().route(
+        "/validate",
+        axum::routing::post(|_body: axum::body::Bytes| async {
+            ([("content-type", "application/json")], CANNED)
+        }),
+    )
+}
+
+/// `canned`: lifeguard's connection layer (`conn::serve_tls`) with `canned_router`.
 #[cfg(not(lifeguard_bench_baseline))]
-async fn serve_lifeguard(listener: TcpListener, acceptor: TlsAcceptor, state: AppState) {
+async fn serve_lifeguard(
+    listener: TcpListener,
+    acceptor: TlsAcceptor,
+    state: AppState,
+    canned: bool,
+) {
     use clap::Parser;
     use lifeguard_webhook::body::BodyBudget;
     use lifeguard_webhook::conn::{ConnLimits, serve_tls};
     // The production defaults of every limit.
     let config = lifeguard_webhook::flags::Config::parse_from(["lifeguard-webhook"]);
     let metrics = state.metrics.clone();
-    let app = lifeguard_webhook::server::admission_router(state, BodyBudget::from_config(&config));
+    let app = if canned {
+        canned_router()
+    } else {
+        lifeguard_webhook::server::admission_router(state, BodyBudget::from_config(&config))
+    };
     let limits = ConnLimits::from_config(&config);
     serve_tls(
         listener,
@@ -124,8 +218,17 @@ async fn serve_lifeguard(listener: TcpListener, acceptor: TlsAcceptor, state: Ap
 }
 
 #[cfg(lifeguard_bench_baseline)]
-async fn serve_lifeguard(listener: TcpListener, acceptor: TlsAcceptor, state: AppState) {
-    let app = lifeguard_webhook::server::admission_router(state, 6 * 1024 * 1024);
+async fn serve_lifeguard(
+    listener: TcpListener,
+    acceptor: TlsAcceptor,
+    state: AppState,
+    canned: bool,
+) {
+    let app = if canned {
+        canned_router()
+    } else {
+        lifeguard_webhook::server::admission_router(state, 6 * 1024 * 1024)
+    };
     lifeguard_webhook::server::serve_tls(
         listener,
         acceptor,

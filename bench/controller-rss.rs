@@ -368,10 +368,11 @@ async fn main() -> anyhow::Result<()> {
         status_mib(pid, "RssFile")?
     );
 
-    let mut replaced_in_failover = 0;
-    if std::env::var_os("FAILOVER").is_some() {
-        replaced_in_failover = failover(&client, &pods, &after).await?;
-    }
+    // Checked after the clean-up, like the quiet minute's result.
+    let failed_over = match std::env::var_os("FAILOVER") {
+        Some(_) => Some(failover(&client, &pods, &after).await),
+        None => None,
+    };
 
     if std::env::var_os("KEEP").is_none() {
         println!("cleaning up (force-deleting pods on the missing node)");
@@ -417,10 +418,13 @@ async fn main() -> anyhow::Result<()> {
         let _ = leases.delete(NODE, &DeleteParams::default()).await;
     }
     // After the clean-up, so a failed check does not leave N workspaces behind.
-    anyhow::ensure!(
-        replaced_in_failover == 0,
-        "{replaced_in_failover} pods were replaced or deleted after the failover"
-    );
+    if let Some(failed_over) = failed_over {
+        let replaced = failed_over.context("failover")?;
+        anyhow::ensure!(
+            replaced == 0,
+            "{replaced} pods were replaced or deleted after the failover"
+        );
+    }
     anyhow::ensure!(
         replaced == 0 && after.len() == n,
         "the workspaces were not quiet: {replaced} pods were replaced or deleted during the \

@@ -64,7 +64,7 @@ async fn main() -> anyhow::Result<()> {
         "lifeguard" => serve_lifeguard(listener, acceptor, lifeguard_state()?, false).await,
         "lifeguard-canned" => serve_lifeguard(listener, acceptor, lifeguard_state()?, true).await,
         "bare" => serve_bare(listener, acceptor).await,
-        other => bail!("unknown mode {other:?}: lifeguard or bare"),
+        other => bail!("unknown mode {other:?}: lifeguard, lifeguard-canned or bare"),
     }
     Ok(())
 }
@@ -85,7 +85,8 @@ fn lifeguard_state() -> anyhow::Result<AppState> {
 /// What a review costs lifeguard's router itself, with no TLS, TCP or HTTP framing: N
 /// reviews of BODY sent to `/validate` in process (`oneshot`), against a router that
 /// reads the body and answers the canned review. Three rounds, alternating; prints the
-/// CPU time per review of each and the difference, lifeguard's own work per review.
+/// time per review of each (one review at a time, so the time is CPU time) and the
+/// difference of the medians, lifeguard's own work per review.
 #[cfg(not(lifeguard_bench_baseline))]
 async fn in_process(body: &Path, reviews: u32) -> anyhow::Result<()> {
     use clap::Parser;

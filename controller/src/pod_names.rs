@@ -117,6 +117,8 @@ fn insert(pods: &mut HashMap<Box<str>, PodsByName>, pod: &PartialObjectMeta<Pod>
         return;
     };
     let owner = owner_of(&pod.metadata, name);
+    // Look the namespace up first: `entry` would allocate its key for every event, and a
+    // namespace's map exists for all but its first pod.
     match pods.get_mut(namespace.as_str()) {
         Some(in_namespace) => in_namespace.insert(name.as_str().into(), owner),
         None => pods

@@ -187,6 +187,14 @@ fn check_workloads() -> anyhow::Result<()> {
                 spread,
                 "{name}: replicas spread across nodes (DoNotSchedule)"
             );
+            // The webhook's stop: 5 s of --shutdown-delay, then up to 100 s
+            // (`lifeguard_webhook::flags::STOP_GRACE`) for the API server to close its idle
+            // connections. Killed sooner, it would close them under a POST (EOF).
+            let grace = pod["terminationGracePeriodSeconds"].as_u64().unwrap_or(30);
+            ensure!(
+                grace >= 5 + 100 + 5,
+                "{name}: terminationGracePeriodSeconds {grace} covers the webhook's stop"
+            );
         } else {
             ensure!(!anti.is_null() || spread, "{name}: replicas kept apart");
         }

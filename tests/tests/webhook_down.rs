@@ -15,6 +15,8 @@ use lifeguard_e2e::{
 use serde_json::json;
 
 const TIMEOUT: Duration = Duration::from_secs(90);
+/// The webhook's stop: `--shutdown-delay` plus its wait for idle connections (docs/webhook.md).
+const STOP_TIMEOUT: Duration = Duration::from_secs(150);
 
 async fn scale_webhook(client: &kube::Client, replicas: i32) -> anyhow::Result<()> {
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), LIFEGUARD_NAMESPACE);
@@ -61,7 +63,9 @@ async fn deleting_a_workspace_needs_no_webhook_but_creating_one_does() {
             // webhook pod is left.
             let pods: Api<Pod> = Api::namespaced(client.clone(), LIFEGUARD_NAMESPACE);
             let selector = ListParams::default().labels(&Component::Webhook.selector());
-            poll_until("no webhook pod left", TIMEOUT, || async {
+            // A stopping replica waits for the API server to close its idle connections
+            // (90 s after their last use), so this takes up to about 100 s.
+            poll_until("no webhook pod left", STOP_TIMEOUT, || async {
                 let left = pods.list_metadata(&selector).await?.items.len();
                 Ok((left == 0).then_some(()))
             })

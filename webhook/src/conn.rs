@@ -70,9 +70,12 @@ impl ConnLimits {
 const DRAIN_QUIET: Duration = Duration::from_secs(2);
 
 /// Serves `app` over TLS until `shutdown` resolves, then drains (up to `grace`): open
-/// connections finish the exchange in progress and close, connections that still arrive
-/// are served once each, and the listener closes after `DRAIN_QUIET` without one. At
-/// `max_connections` no further connection is accepted until one closes: the rest wait
+/// connections finish the exchange in progress, an HTTP/1 connection's next answer says
+/// `Connection: close`, HTTP/2 ones get a GOAWAY, connections that still arrive are served
+/// too, and the listener closes after `DRAIN_QUIET` without one. An idle HTTP/1 connection
+/// is never closed from this side while stopping (see `serve`): it ends with its next
+/// answer or when its client closes it, so `grace` must outlast the client's idle limit.
+/// At `max_connections` no further connection is accepted until one closes: the rest wait
 /// in the kernel's accept queue.
 pub async fn serve_tls(
     listener: TcpListener,
@@ -260,14 +263,13 @@ impl Server {
         let mut has_answered = false;
         let mut closing = false;
         loop {
-            // While stopping, an HTTP/1 connection closes once it sat quiet for a moment
-            // (a request meanwhile gets `Connection: close` instead); so does one that never
-            // sent a request.
-            let idle_limit = if stop_requested && !answered.http2() {
-                DRAIN_QUIET
-            } else {
-                self.limits.idle_timeout
-            };
+            // While stopping, an idle HTTP/1 connection is left to its client. HTTP/1 has
+            // no way to say "send nothing more" except in an answer, and a close from this
+            // side can cross a POST the client has just taken from its idle pool: Go does
+            // not retry it, and the API server reports EOF (seen once in 7,000 admissions
+            // when such connections were closed after 2 s idle). The API server closes its
+            // idle connections after 90 s (`flags::API_SERVER_IDLE`); `grace` outlasts that,
+            // and `idle_timeout` is longer still.
             tokio::select! {
                 result = connection.as_mut() => {
                     if let Err(error) = result {
@@ -277,7 +279,7 @@ impl Server {
                 }
                 _ = stopping.changed(), if !stop_requested => stop_requested = true,
                 () = answered.first.notified(), if !has_answered => has_answered = true,
-                () = activity.idle_for(idle_limit), if !closing => {
+                () = activity.idle_for(self.limits.idle_timeout), if !closing => {
                     tracing::debug!(%peer, "closing idle connection");
                     connection.as_mut().graceful_shutdown();
                     closing = true;

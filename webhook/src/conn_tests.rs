@@ -19,6 +19,8 @@ const LIMITS: ConnLimits = ConnLimits {
 };
 /// Longer than any drain the tests expect: reaching it means the drain did not end.
 const GRACE: Duration = Duration::from_secs(30);
+/// How long a test waits for something the server does at once (or after `DRAIN_QUIET`).
+const PROMPTLY: Duration = Duration::from_secs(10);
 
 struct Running {
     addr: SocketAddr,
@@ -31,10 +33,10 @@ struct Running {
 }
 
 async fn start() -> Running {
-    start_with(LIMITS).await
+    start_with(LIMITS, GRACE).await
 }
 
-async fn start_with(limits: ConnLimits) -> Running {
+async fn start_with(limits: ConnLimits, grace: Duration) -> Running {
     let material = material();
     let store = Arc::new(CertStore::new(provider()));
     store
@@ -58,7 +60,7 @@ async fn start_with(limits: ConnLimits) -> Running {
         limits,
         metrics,
         shutdown,
-        GRACE,
+        grace,
     ));
     Running {
         addr,
@@ -119,28 +121,94 @@ async fn a_connection_opened_before_the_stop_gets_its_first_request_answered() {
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
 }
 
+/// Waits until the port refuses connections: the listener closed after `DRAIN_QUIET`
+/// without a new connection. Each probe is a connection too, so probes come less often.
+async fn wait_refused(addr: SocketAddr) {
+    let refused = async {
+        while TcpStream::connect(addr).await.is_ok() {
+            tokio::time::sleep(DRAIN_QUIET + Duration::from_millis(500)).await;
+        }
+    };
+    tokio::time::timeout(PROMPTLY, refused)
+        .await
+        .expect("after the drain's quiet period the port refuses connections");
+}
+
+/// Whether the peer has closed the connection (EOF or an error on read).
+async fn closed_by_server(tls: &mut tokio_rustls::client::TlsStream<TcpStream>) -> bool {
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(PROMPTLY, tls.read_to_end(&mut rest)).await;
+    matches!(read, Ok(Ok(0)) | Ok(Err(_)))
+}
+
 #[tokio::test]
-async fn the_drain_ends_once_no_connection_arrives_and_then_refuses_new_ones() {
+async fn an_idle_kept_alive_connection_outlives_the_listener_and_its_next_request_is_answered() {
+    // The API server keeps idle connections for 90 s and may send a POST on one at any
+    // moment; a close from the webhook's side could cross it (EOF, a refused admission).
     let running = start().await;
-    let (mut open, _) = connect(running.addr, &[&running.ca])
+    let (mut idle, _) = connect(running.addr, &[&running.ca])
         .await
         .expect("handshake");
-    get_ok(&mut open).await.expect("served before the stop");
+    get_ok(&mut idle).await.expect("served before the stop");
     running.stop.send(()).expect("server listening");
-    tokio::time::timeout(GRACE - Duration::from_secs(5), running.server)
-        .await
-        .expect("the drain ends well before the grace period: nothing more arrived")
-        .expect("server task");
-    let mut rest = Vec::new();
-    let closed = open.read_to_end(&mut rest).await;
+    running.stopped.await.expect("server saw the stop signal");
+    wait_refused(running.addr).await;
     assert!(
-        closed.is_ok() || rest.is_empty(),
-        "the keep-alive connection was closed after its exchange"
+        !running.server.is_finished(),
+        "the server waits for the idle connection instead of closing it"
     );
+    let response = get_ok(&mut idle)
+        .await
+        .expect("a request on the idle connection, after the listener closed, is answered");
+    assert!(
+        response.to_ascii_lowercase().contains("connection: close"),
+        "{response}"
+    );
+    assert!(
+        closed_by_server(&mut idle).await,
+        "closed after that answer"
+    );
+    tokio::time::timeout(PROMPTLY, running.server)
+        .await
+        .expect("the drain ends once the last connection closed")
+        .expect("server task");
+}
+
+#[tokio::test]
+async fn the_drain_ends_when_the_client_closes_its_idle_connection_and_then_refuses_new_ones() {
+    let running = start().await;
+    let (mut idle, _) = connect(running.addr, &[&running.ca])
+        .await
+        .expect("handshake");
+    get_ok(&mut idle).await.expect("served before the stop");
+    running.stop.send(()).expect("server listening");
+    running.stopped.await.expect("server saw the stop signal");
+    // As the API server does once the connection sat idle for 90 s.
+    drop(idle);
+    tokio::time::timeout(PROMPTLY, running.server)
+        .await
+        .expect("the drain ends well before the grace period: nothing more is open")
+        .expect("server task");
     assert!(
         TcpStream::connect(running.addr).await.is_err(),
         "after the drain the port refuses connections instead of queueing them"
     );
+}
+
+#[tokio::test]
+async fn a_connection_its_client_never_closes_is_cut_at_the_grace_bound() {
+    let grace = Duration::from_secs(3);
+    let running = start_with(LIMITS, grace).await;
+    let (mut idle, _) = connect(running.addr, &[&running.ca])
+        .await
+        .expect("handshake");
+    get_ok(&mut idle).await.expect("served before the stop");
+    running.stop.send(()).expect("server listening");
+    running.stopped.await.expect("server saw the stop signal");
+    tokio::time::timeout(grace + PROMPTLY, running.server)
+        .await
+        .expect("the drain gives up at the grace bound")
+        .expect("server task");
 }
 
 #[tokio::test]
@@ -163,10 +231,8 @@ async fn a_kept_alive_http1_connection_gets_its_next_request_answered_with_conne
         response.to_ascii_lowercase().contains("connection: close"),
         "the answer tells the client not to reuse the connection: {response}"
     );
-    let mut rest = Vec::new();
-    let read = tokio::time::timeout(Duration::from_secs(10), tls.read_to_end(&mut rest)).await;
     assert!(
-        matches!(read, Ok(Ok(0)) | Ok(Err(_))),
+        closed_by_server(&mut tls).await,
         "the server closes the connection after that answer"
     );
 }
@@ -180,7 +246,7 @@ async fn a_kept_alive_http1_connection_idle_past_the_header_read_timeout_is_stil
         header_read_timeout: Duration::from_millis(500),
         ..LIMITS
     };
-    let running = start_with(limits).await;
+    let running = start_with(limits, GRACE).await;
     let (mut tls, _) = connect(running.addr, &[&running.ca])
         .await
         .expect("handshake");

@@ -134,6 +134,12 @@ pub struct Config {
 /// take `IdleConnTimeout` from Go's default transport (90 s), for HTTP/1.1 and HTTP/2.
 pub const API_SERVER_IDLE: Duration = Duration::from_secs(90);
 
+/// After `--shutdown-delay`, how long a stopping webhook waits for its connections to end.
+/// The webhook does not close an idle HTTP/1 connection itself (that close can cross a
+/// POST, `conn::serve_tls`), so this outlasts the API server's own idle close. The
+/// Deployment's `terminationGracePeriodSeconds` covers the delay plus this.
+pub const STOP_GRACE: Duration = Duration::from_secs(API_SERVER_IDLE.as_secs() + 10);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,6 +152,11 @@ mod tests {
             "{:?}",
             config.idle_timeout
         );
+    }
+
+    #[test]
+    fn a_stopping_webhook_waits_out_the_api_servers_idle_connections() {
+        assert!(STOP_GRACE > API_SERVER_IDLE, "{STOP_GRACE:?}");
     }
 
     #[test]

@@ -95,7 +95,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         ConnLimits::from_config(&config),
         metrics,
         serve_until_stopped(config.shutdown_delay),
-        Duration::from_secs(20),
+        flags::STOP_GRACE,
     )
     .await;
     tracing::info!("stopped");

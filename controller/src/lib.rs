@@ -15,6 +15,7 @@ pub mod nodes;
 pub mod notice;
 pub mod notice_reach;
 pub mod notify;
+pub mod phase_tally;
 pub mod pod_ended;
 pub mod pod_names;
 pub mod podspec;
@@ -72,6 +73,9 @@ pub struct Context {
     pub prometheus: Option<window::prometheus::Prometheus>,
     /// Notifications outside the cluster (`--notify-url`); only enqueues, never waits.
     pub notify: notify::Notifier,
+    /// Each Workspace's phase as the reconciler last read or wrote it, for the gauge of
+    /// workspaces by phase (`phase_tally`).
+    pub phases: phase_tally::PhaseTally,
 }
 
 impl Context {

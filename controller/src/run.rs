@@ -1,7 +1,7 @@
 //! Start-up and wiring: ops endpoints, leader election, the sweep, the watches and the two
 //! reconcilers, and shutdown.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -18,15 +18,14 @@ use kube::{Api, Client, ResourceExt};
 use lifeguard_api::receipt::DisposalReceipt;
 use lifeguard_api::{MaintenanceWindow, Workspace, WorkspacePhase};
 use lifeguard_runtime::ops::{Readiness, always_live};
-use lifeguard_runtime::pages::Pages;
 
 use crate::flags::Config;
 use crate::metrics::Metrics;
+use crate::phase_tally::{PhaseTally, WorkspaceKey};
 use crate::workspace::reconcile::{error_policy, reconcile};
 use crate::workspace::trigger;
 use crate::{
-    Context, leader, memory, mount_events, namespaces, nodes, pod_names, sweep, window,
-    window_watch,
+    Context, leader, mount_events, namespaces, nodes, pod_names, sweep, window, window_watch,
 };
 
 /// A standby is ready too (it has nothing to serve until it leads); a replica is not ready
@@ -42,43 +41,36 @@ fn ops_router(metrics: &Metrics, ready: Arc<AtomicBool>) -> Router {
     lifeguard_runtime::ops::router(always_live(), readiness, metrics.registry())
 }
 
-/// Keeps the workspaces-by-phase gauge current, listing in pages so that the count costs
-/// no lasting memory.
-async fn count_phases(client: Client, metrics: Metrics) {
-    let api: Api<Workspace> = Api::all(client);
-    let mut tick = tokio::time::interval(Duration::from_secs(30));
+/// How often the workspaces-by-phase gauge is published from the tally.
+const PUBLISH_PHASES: Duration = Duration::from_secs(10);
+
+/// Publishes the workspaces-by-phase gauge from the reconciler's tally (`phase_tally`),
+/// dropping Workspaces no longer in the controller's cache: no API call.
+async fn publish_phases(
+    store: reflector::Store<PartialObjectMeta<Workspace>>,
+    context: Arc<Context>,
+) {
+    let mut tick = tokio::time::interval(PUBLISH_PHASES);
     loop {
         tick.tick().await;
-        let mut counts = std::collections::BTreeMap::new();
-        // Small pages: each holds full Workspaces (pod templates and all) while it is counted.
-        let mut pages = Pages::new(kube::api::ListParams::default().limit(100));
-        let counted = loop {
-            match pages.next(&api).await {
-                Ok(Some(page)) => {
-                    for ws in &page {
-                        if let Some(phase) = ws.status.as_ref().and_then(|s| s.phase) {
-                            *counts.entry(phase.as_str()).or_insert(0i64) += 1;
-                        }
-                    }
-                }
-                Ok(None) => break true,
-                Err(error) => {
-                    tracing::debug!(%error, "counting workspaces failed");
-                    break false;
-                }
-            }
-        };
-        // A count cut short by an error would show workspaces vanishing: keep the last one.
-        if counted {
-            for phase in WorkspacePhase::ALL {
-                let n = counts.get(phase.as_str()).copied().unwrap_or(0);
-                metrics
-                    .workspaces
-                    .with_label_values(&[phase.as_str()])
-                    .set(n);
-            }
+        let present: HashSet<WorkspaceKey> = store
+            .state()
+            .iter()
+            .filter_map(|ws| {
+                Some(WorkspaceKey::new(
+                    ws.metadata.namespace.as_deref()?,
+                    ws.metadata.name.as_deref()?,
+                ))
+            })
+            .collect();
+        let counts = context.phases.retain_and_count(&present);
+        for (phase, n) in WorkspacePhase::ALL.iter().zip(counts) {
+            context
+                .metrics
+                .workspaces
+                .with_label_values(&[phase.as_str()])
+                .set(n);
         }
-        memory::release_free_heap();
     }
 }
 
@@ -232,6 +224,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         stop_ended,
         prometheus,
         notify,
+        phases: PhaseTally::default(),
     });
     // Only the identity of each Workspace is cached: the reconciler reads it fresh, and
     // managedFields alone would be most of a cached object's memory.
@@ -263,6 +256,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     // metadata only: the owner reference is all the trigger needs, and the name all the
     // cache of pod names keeps (`pod_names`).
     let store_for_signals = store.clone();
+    let store_for_phases = store.clone();
     let controller = Controller::for_stream(workspace_events, store)
         .owns_stream(pod_events)
         // A backup agent's receipt releases its stopping pod now, not at the timeout.
@@ -279,7 +273,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         ))
         .reconcile_all_on(notice_signals.everyone)
         .with_config(ControllerConfig::default().concurrency(config.concurrency));
-    let counter = tokio::spawn(count_phases(client.clone(), metrics.clone()));
+    let counter = tokio::spawn(publish_phases(store_for_phases, context.clone()));
     let workspaces = controller
         .graceful_shutdown_on(stopped())
         .run(reconcile, error_policy, context.clone())

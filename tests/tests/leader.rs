@@ -12,11 +12,12 @@ use anyhow::Context as _;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::ResourceExt;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, ListParams, PostParams};
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    Component, apply_crds, controller_leader, kill_pod, pod_says_it_leads, poll_until, ready_pods,
-    stop_pod, wait_for, wait_ready_pods, with_namespace, workspace,
+    Component, apply_crds, controller_leader, http_get, kill_pod, metric_value, ops_url,
+    pod_says_it_leads, poll_until, ready_pods, stop_pod, wait_for, wait_ready_pods, with_namespace,
+    workspace,
 };
 
 /// The controller's `--lease-seconds` default, which the install keeps.
@@ -85,6 +86,50 @@ async fn reconciles(client: &Client, ns: &str, name: &str) -> anyhow::Result<()>
     Ok(())
 }
 
+/// Waits until the leader's `lifeguard_controller_workspaces{phase}` gauge matches the
+/// Workspaces the API server lists, phase by phase, over every namespace (nothing else runs
+/// in the cluster meanwhile: this binary's tests run alone). The gauge comes from what the
+/// leader read and wrote (`controller/src/phase_tally.rs`), not from a list of its own.
+async fn phase_gauge_matches(client: &Client, when: &str) -> anyhow::Result<()> {
+    let all: Api<Workspace> = Api::all(client.clone());
+    let all = &all;
+    poll_until(
+        &format!("the leader's phase gauge matches the Workspaces ({when})"),
+        // Namespaces earlier test binaries deleted may still be stopping workspaces.
+        Duration::from_secs(120),
+        || async move {
+            let Some(holder) = controller_leader(client).await? else {
+                return Ok(None);
+            };
+            let pods = ready_pods(client, Component::Controller).await?;
+            let Some(leader) = pods.iter().find(|p| p.name_any() == holder) else {
+                return Ok(None);
+            };
+            let Ok(metrics) = ops_url(leader, Component::Controller)
+                .and_then(|url| http_get(&format!("{url}/metrics")))
+            else {
+                return Ok(None);
+            };
+            let listed = all.list(&ListParams::default()).await?.items;
+            for phase in WorkspacePhase::ALL {
+                let want = listed
+                    .iter()
+                    .filter(|w| w.status.as_ref().and_then(|s| s.phase) == Some(phase))
+                    .count() as f64;
+                let series = format!(
+                    "lifeguard_controller_workspaces{{phase=\"{}\"}}",
+                    phase.as_str()
+                );
+                if metric_value(&metrics, &series).unwrap_or(0.0) != want {
+                    return Ok(None);
+                }
+            }
+            Ok(Some(()))
+        },
+    )
+    .await
+}
+
 #[tokio::test]
 async fn the_standby_replica_takes_over_when_the_leader_pod_goes() {
     with_namespace("leader", |client, ns| async move {
@@ -114,6 +159,7 @@ async fn the_standby_replica_takes_over_when_the_leader_pod_goes() {
             standby.name_any()
         );
         reconciles(&client, &ns, "after-stop").await?;
+        phase_gauge_matches(&client, "after a graceful stop").await?;
 
         // Crash: kill the leader outright; its Lease must expire before another takes it.
         let (leader, _) = leader_and_standby(&client).await?;
@@ -127,6 +173,7 @@ async fn the_standby_replica_takes_over_when_the_leader_pod_goes() {
         .context("after the leader was killed")?;
         println!("leader killed: {new_leader} leads after {crash:?}");
         reconciles(&client, &ns, "after-kill").await?;
+        phase_gauge_matches(&client, "after the leader was killed").await?;
 
         // The Deployment restores two replicas for the tests that follow.
         wait_ready_pods(&client, Component::Controller, 2, Duration::from_secs(120)).await?;

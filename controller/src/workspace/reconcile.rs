@@ -24,6 +24,7 @@ use crate::disposal;
 use crate::finalizers::{self, Removal};
 use crate::node_loss::{self, NodeLossStep};
 use crate::notice;
+use crate::phase_tally::WorkspaceKey;
 use crate::podspec;
 use crate::workspace::plan::{
     Action, CreateRefusal, REJECTED_AFTER_RUNNING, create_retry_at, created_status, plan_observed,
@@ -138,9 +139,12 @@ pub async fn reconcile(
     let workspaces: Api<Workspace> = Api::namespaced(ctx.client.clone(), &namespace);
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     let name = meta.name_any();
+    let key = WorkspaceKey::new(&namespace, &name);
     let Some(mut ws) = workspaces.get_opt(&name).await? else {
+        ctx.phases.forget(key);
         return Ok(Requeue::await_change());
     };
+    ctx.phases.note(key, phase(&ws));
     let pod_name = pod_name(&name);
     let mut pod = if pod_read::must_read(&ws, ctx.pods.lookup(&namespace, &pod_name)) {
         pods.get_opt(&pod_name).await?
@@ -154,8 +158,13 @@ pub async fn reconcile(
             Pass::PodExists => pod = pods.get_opt(&pod_name).await?,
             Pass::Created(created) => (ws, pod) = (created.0, Some(created.1)),
         }
+        ctx.phases.note(key, phase(&ws));
     }
     Ok(Requeue::requeue(AFTER_WRITE))
+}
+
+fn phase(ws: &Workspace) -> Option<WorkspacePhase> {
+    ws.status.as_ref().and_then(|s| s.phase)
 }
 
 /// One pass: node loss, then the maintenance notice, then the start/stop plan.

@@ -121,6 +121,29 @@ async fn a_connection_opened_before_the_stop_gets_its_first_request_answered() {
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
 }
 
+/// A server that served one request on a kept-alive connection and then got the stop
+/// signal; that connection, now idle.
+struct StoppedWithIdle {
+    addr: SocketAddr,
+    idle: tokio_rustls::client::TlsStream<TcpStream>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+async fn stopped_with_idle(limits: ConnLimits, grace: Duration) -> StoppedWithIdle {
+    let running = start_with(limits, grace).await;
+    let (mut idle, _) = connect(running.addr, &[&running.ca])
+        .await
+        .expect("handshake");
+    get_ok(&mut idle).await.expect("served before the stop");
+    running.stop.send(()).expect("server listening");
+    running.stopped.await.expect("server saw the stop signal");
+    StoppedWithIdle {
+        addr: running.addr,
+        idle,
+        server: running.server,
+    }
+}
+
 /// Waits until the port refuses connections: the listener closed after `DRAIN_QUIET`
 /// without a new connection. Each probe is a connection too, so probes come less often.
 async fn wait_refused(addr: SocketAddr) {
@@ -145,16 +168,14 @@ async fn closed_by_server(tls: &mut tokio_rustls::client::TlsStream<TcpStream>) 
 async fn an_idle_kept_alive_connection_outlives_the_listener_and_its_next_request_is_answered() {
     // The API server keeps idle connections for 90 s and may send a POST on one at any
     // moment; a close from the webhook's side could cross it (EOF, a refused admission).
-    let running = start().await;
-    let (mut idle, _) = connect(running.addr, &[&running.ca])
-        .await
-        .expect("handshake");
-    get_ok(&mut idle).await.expect("served before the stop");
-    running.stop.send(()).expect("server listening");
-    running.stopped.await.expect("server saw the stop signal");
-    wait_refused(running.addr).await;
+    let StoppedWithIdle {
+        addr,
+        mut idle,
+        server,
+    } = stopped_with_idle(LIMITS, GRACE).await;
+    wait_refused(addr).await;
     assert!(
-        !running.server.is_finished(),
+        !server.is_finished(),
         "the server waits for the idle connection instead of closing it"
     );
     let response = get_ok(&mut idle)
@@ -168,7 +189,7 @@ async fn an_idle_kept_alive_connection_outlives_the_listener_and_its_next_reques
         closed_by_server(&mut idle).await,
         "closed after that answer"
     );
-    tokio::time::timeout(PROMPTLY, running.server)
+    tokio::time::timeout(PROMPTLY, server)
         .await
         .expect("the drain ends once the last connection closed")
         .expect("server task");
@@ -176,21 +197,15 @@ async fn an_idle_kept_alive_connection_outlives_the_listener_and_its_next_reques
 
 #[tokio::test]
 async fn the_drain_ends_when_the_client_closes_its_idle_connection_and_then_refuses_new_ones() {
-    let running = start().await;
-    let (mut idle, _) = connect(running.addr, &[&running.ca])
-        .await
-        .expect("handshake");
-    get_ok(&mut idle).await.expect("served before the stop");
-    running.stop.send(()).expect("server listening");
-    running.stopped.await.expect("server saw the stop signal");
+    let StoppedWithIdle { addr, idle, server } = stopped_with_idle(LIMITS, GRACE).await;
     // As the API server does once the connection sat idle for 90 s.
     drop(idle);
-    tokio::time::timeout(PROMPTLY, running.server)
+    tokio::time::timeout(PROMPTLY, server)
         .await
         .expect("the drain ends well before the grace period: nothing more is open")
         .expect("server task");
     assert!(
-        TcpStream::connect(running.addr).await.is_err(),
+        TcpStream::connect(addr).await.is_err(),
         "after the drain the port refuses connections instead of queueing them"
     );
 }
@@ -198,14 +213,8 @@ async fn the_drain_ends_when_the_client_closes_its_idle_connection_and_then_refu
 #[tokio::test]
 async fn a_connection_its_client_never_closes_is_cut_at_the_grace_bound() {
     let grace = Duration::from_secs(3);
-    let running = start_with(LIMITS, grace).await;
-    let (mut idle, _) = connect(running.addr, &[&running.ca])
-        .await
-        .expect("handshake");
-    get_ok(&mut idle).await.expect("served before the stop");
-    running.stop.send(()).expect("server listening");
-    running.stopped.await.expect("server saw the stop signal");
-    tokio::time::timeout(grace + PROMPTLY, running.server)
+    let StoppedWithIdle { server, .. } = stopped_with_idle(LIMITS, grace).await;
+    tokio::time::timeout(grace + PROMPTLY, server)
         .await
         .expect("the drain gives up at the grace bound")
         .expect("server task");
@@ -213,13 +222,7 @@ async fn a_connection_its_client_never_closes_is_cut_at_the_grace_bound() {
 
 #[tokio::test]
 async fn a_kept_alive_http1_connection_gets_its_next_request_answered_with_connection_close() {
-    let running = start().await;
-    let (mut tls, _) = connect(running.addr, &[&running.ca])
-        .await
-        .expect("handshake");
-    get_ok(&mut tls).await.expect("served before the stop");
-    running.stop.send(()).expect("server listening");
-    running.stopped.await.expect("server saw the stop signal");
+    let StoppedWithIdle { idle: mut tls, .. } = stopped_with_idle(LIMITS, GRACE).await;
     // The API server reuses kept-alive connections: a request it sends now must be
     // answered, not met by a close (Go does not retry a POST that found the connection
     // closed, so the admission would fail with EOF).

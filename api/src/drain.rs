@@ -12,7 +12,7 @@ use crate::{Workspace, WorkspacePhase};
 /// A workspace is done draining once it is Stopped or Failed: nothing of it runs any more.
 pub fn is_done(ws: &Workspace) -> bool {
     matches!(
-        ws.status.as_ref().and_then(|s| s.phase),
+        ws.phase(),
         Some(WorkspacePhase::Stopped | WorkspacePhase::Failed)
     )
 }

@@ -49,10 +49,6 @@ pub enum Standing {
     Untouched,
 }
 
-fn phase(ws: &Workspace) -> Option<WorkspacePhase> {
-    ws.status.as_ref().and_then(|s| s.phase)
-}
-
 /// `ws` as `window` sees it at `now` (the occurrence that drained it must be over: a
 /// window still draining leaves it stopped).
 pub fn standing(ws: &Workspace, window: &str, now: Timestamp) -> Standing {
@@ -65,7 +61,7 @@ pub fn standing(ws: &Workspace, window: &str, now: Timestamp) -> Standing {
             .get(DRAINED_UNTIL_ANNOTATION)
             .and_then(|t| t.parse::<Timestamp>().ok());
         return match until {
-            Some(until) if until <= now && phase(ws) == Some(WorkspacePhase::Stopped) => {
+            Some(until) if until <= now && ws.phase() == Some(WorkspacePhase::Stopped) => {
                 Standing::Due(request(window, until))
             }
             _ => Standing::Untouched,
@@ -74,7 +70,7 @@ pub fn standing(ws: &Workspace, window: &str, now: Timestamp) -> Standing {
     let asked = annotations
         .get(RESUME_ANNOTATION)
         .filter(|v| parse_request(v).is_some_and(|(w, _)| w == window));
-    match (asked, phase(ws)) {
+    match (asked, ws.phase()) {
         (Some(_), Some(WorkspacePhase::Running | WorkspacePhase::Failed)) => Standing::Untouched,
         (Some(value), Some(WorkspacePhase::Stopped))
             if ws.status.as_ref().and_then(|s| s.resumed.as_ref()) == Some(value) =>
@@ -93,7 +89,7 @@ pub fn pending_request(ws: &Workspace) -> Option<&str> {
     let annotations = ws.annotations();
     if ws.metadata.deletion_timestamp.is_some()
         || annotations.contains_key(DRAINED_BY_ANNOTATION)
-        || phase(ws) != Some(WorkspacePhase::Stopped)
+        || ws.phase() != Some(WorkspacePhase::Stopped)
     {
         return None;
     }

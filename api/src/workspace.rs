@@ -51,6 +51,13 @@ pub enum WorkspacePhase {
     Failed,
 }
 
+impl Workspace {
+    /// The phase its status records; `None` before the controller first wrote one.
+    pub fn phase(&self) -> Option<WorkspacePhase> {
+        self.status.as_ref().and_then(|s| s.phase)
+    }
+}
+
 impl WorkspacePhase {
     pub const ALL: [WorkspacePhase; 6] = [
         Self::Pending,

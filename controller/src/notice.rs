@@ -28,7 +28,7 @@ pub const REASON_STOPPED: &str = "WorkspaceStopped";
 
 /// Whether a workspace is told of drains at all: only one that still runs or starts.
 pub fn eligible(ws: &Workspace) -> bool {
-    let phase = ws.status.as_ref().and_then(|s| s.phase);
+    let phase = ws.phase();
     ws.metadata.deletion_timestamp.is_none()
         && !matches!(
             phase,

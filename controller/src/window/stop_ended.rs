@@ -17,7 +17,7 @@ pub fn window_to_wake<'a>(ws: &'a Workspace, next: &WorkspaceStatus) -> Option<&
             Some(WorkspacePhase::Stopped | WorkspacePhase::Failed)
         )
     };
-    let before = ws.status.as_ref().and_then(|s| s.phase);
+    let before = ws.phase();
     (ended(next.phase) && !ended(before)).then_some(window.as_str())
 }
 

@@ -144,7 +144,7 @@ pub async fn reconcile(
         ctx.phases.forget(key);
         return Ok(Requeue::await_change());
     };
-    ctx.phases.note(key, phase(&ws));
+    ctx.phases.note(key, ws.phase());
     let pod_name = pod_name(&name);
     let mut pod = if pod_read::must_read(&ws, ctx.pods.lookup(&namespace, &pod_name)) {
         pods.get_opt(&pod_name).await?
@@ -158,13 +158,9 @@ pub async fn reconcile(
             Pass::PodExists => pod = pods.get_opt(&pod_name).await?,
             Pass::Created(created) => (ws, pod) = (created.0, Some(created.1)),
         }
-        ctx.phases.note(key, phase(&ws));
+        ctx.phases.note(key, ws.phase());
     }
     Ok(Requeue::requeue(AFTER_WRITE))
-}
-
-fn phase(ws: &Workspace) -> Option<WorkspacePhase> {
-    ws.status.as_ref().and_then(|s| s.phase)
 }
 
 /// One pass: node loss, then the maintenance notice, then the start/stop plan.
@@ -518,7 +514,7 @@ async fn reconcile_plan(
         Action::ReleasePod => {
             let removal = finalizers::release_pod(pods, &pod_name(&name), pod).await?;
             if matches!(removal, Removal::Removed { .. }) {
-                let phase = ws.status.as_ref().and_then(|s| s.phase);
+                let phase = ws.phase();
                 let note = format!(
                     "released pod {}: final state recorded ({}), disposal done",
                     pod_name(&name),

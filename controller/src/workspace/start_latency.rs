@@ -45,7 +45,7 @@ pub fn observation(
     new: &WorkspaceStatus,
     now: Timestamp,
 ) -> Option<(&'static str, f64)> {
-    let before = ws.status.as_ref().and_then(|s| s.phase);
+    let before = ws.phase();
     let outcome = finished_start(before, new.phase)?;
     let began = start_began(ws, pod, new)?;
     let seconds = now.duration_since(began).as_secs_f64().max(0.0);

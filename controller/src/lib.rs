@@ -21,6 +21,7 @@ pub mod pod_names;
 pub mod podspec;
 pub mod rejection;
 pub mod status;
+pub mod stopping;
 pub mod sweep;
 pub mod window;
 pub mod window_watch;

@@ -15,6 +15,8 @@ pub struct Metrics {
     pub finalizer_removals: IntCounterVec,
     pub finalizer_conflicts: IntCounterVec,
     pub sweep_releases: IntCounterVec,
+    /// Workspace pods deleting with our finalizer, as of the last sweep.
+    pub stopping_pods: IntGauge,
     pub workspaces: IntGaugeVec,
     pub leader: IntGauge,
     pub drain_remaining: IntGaugeVec,
@@ -174,6 +176,10 @@ impl Metrics {
                 "Released workspace pods deleted without grace because they stayed Terminating past their grace period plus --stuck-terminating-after with no container running.",
                 &[],
             )?,
+            stopping_pods: IntGauge::new(
+                "lifeguard_controller_stopping_pods",
+                "Workspace pods being deleted that still hold the disposal finalizer, as of the last sweep (--sweep-interval).",
+            )?,
             leader: IntGauge::new(
                 "lifeguard_controller_leader",
                 "1 while this replica holds the leader Lease and reconciles.",
@@ -197,6 +203,7 @@ impl Metrics {
         }
         m.registry.register(Box::new(m.workspaces.clone()))?;
         m.registry.register(Box::new(m.leader.clone()))?;
+        m.registry.register(Box::new(m.stopping_pods.clone()))?;
         m.registry
             .register(Box::new(m.disposal_receipts_ignored.clone()))?;
         m.registry.register(Box::new(m.workspace_starts.clone()))?;

@@ -20,7 +20,7 @@
 //! that already existed makes the create fail, and the reconcile then reads it) or at
 //! exactly the version the create returned. Any later change of the pod triggers.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use futures::{Stream, TryStreamExt};
@@ -31,12 +31,16 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 use lifeguard_api::Workspace;
-use lifeguard_api::names::{WORKSPACE_LABEL, workspace_of_pod};
+use lifeguard_api::names::{
+    DISPOSAL_CONFIRMATION_ANNOTATION, DISPOSAL_RESULT_ANNOTATION, POD_FINALIZER, WORKSPACE_LABEL,
+    workspace_of_pod,
+};
 
+use crate::stopping::StoppingPod;
 use crate::workspace::pod_read::CachedPod;
 
 /// (namespace, name) of a pod.
-type PodKey = (String, String);
+pub type PodKey = (String, String);
 
 /// What the reconciler's creates lead the watch to expect, by pod.
 #[derive(Debug, Default)]
@@ -85,15 +89,22 @@ enum Owner {
 /// A namespace's workspace pods, by name.
 type PodsByName = HashMap<Box<str>, Owner>;
 
-/// The workspace pods that exist, by namespace and name, and their owners: a few dozen
-/// bytes a pod plus its name, where a reflector store of the stripped metadata held a
-/// whole `ObjectMeta`, its key and its owner reference (about 1 KB a pod).
+/// What one list (and the watch events after it) says: the workspace pods by namespace and
+/// name with their owners, a few dozen bytes a pod plus its name, where a reflector store
+/// of the stripped metadata held a whole `ObjectMeta`, its key and its owner reference
+/// (about 1 KB a pod); and the few stopping ones, for the sweep.
+#[derive(Debug, Default)]
+struct Listing {
+    pods: HashMap<Box<str>, PodsByName>,
+    stopping: HashMap<(Box<str>, Box<str>), StoppingPod>,
+}
+
 #[derive(Debug, Default)]
 struct PodIndex {
-    pods: HashMap<Box<str>, PodsByName>,
-    /// The pods of a relist in progress, which replace `pods` when it completes (as a
+    current: Listing,
+    /// The pods of a relist in progress, which replace `current` when it completes (as a
     /// reflector's store does): a pod deleted while the watch was down is dropped then.
-    relisting: Option<HashMap<Box<str>, PodsByName>>,
+    relisting: Option<Listing>,
     /// Whether a first list completed: before, a pod missing from the index may exist.
     listed: bool,
 }
@@ -112,47 +123,64 @@ fn owner_of(meta: &ObjectMeta, name: &str) -> Owner {
     }
 }
 
-fn insert(pods: &mut HashMap<Box<str>, PodsByName>, pod: &PartialObjectMeta<Pod>) {
-    let (Some(namespace), Some(name)) = (&pod.metadata.namespace, &pod.metadata.name) else {
-        return;
-    };
-    let owner = owner_of(&pod.metadata, name);
-    // Look the namespace up first: `entry` would allocate its key for every event, and a
-    // namespace's map exists for all but its first pod.
-    match pods.get_mut(namespace.as_str()) {
-        Some(in_namespace) => in_namespace.insert(name.as_str().into(), owner),
-        None => pods
-            .entry(namespace.as_str().into())
-            .or_default()
-            .insert(name.as_str().into(), owner),
-    };
+impl Listing {
+    fn insert(&mut self, pod: &PartialObjectMeta<Pod>) {
+        let (Some(namespace), Some(name)) = (&pod.metadata.namespace, &pod.metadata.name) else {
+            return;
+        };
+        let owner = owner_of(&pod.metadata, name);
+        // Look the namespace up first: `entry` would allocate its key for every event, and
+        // a namespace's map exists for all but its first pod.
+        match self.pods.get_mut(namespace.as_str()) {
+            Some(in_namespace) => in_namespace.insert(name.as_str().into(), owner),
+            None => self
+                .pods
+                .entry(namespace.as_str().into())
+                .or_default()
+                .insert(name.as_str().into(), owner),
+        };
+        let key = (namespace.as_str().into(), name.as_str().into());
+        match StoppingPod::of(&pod.metadata) {
+            Some(stopping) => {
+                self.stopping.insert(key, stopping);
+            }
+            None => {
+                self.stopping.remove(&key);
+            }
+        }
+    }
+
+    fn remove(&mut self, pod: &PartialObjectMeta<Pod>) {
+        let (Some(namespace), Some(name)) = (&pod.metadata.namespace, &pod.metadata.name) else {
+            return;
+        };
+        if let Some(in_namespace) = self.pods.get_mut(namespace.as_str()) {
+            in_namespace.remove(name.as_str());
+            if in_namespace.is_empty() {
+                self.pods.remove(namespace.as_str());
+            }
+        }
+        if !self.stopping.is_empty() {
+            self.stopping
+                .remove(&(namespace.as_str().into(), name.as_str().into()));
+        }
+    }
 }
 
 impl PodIndex {
     fn apply(&mut self, event: &watcher::Event<PartialObjectMeta<Pod>>) {
         match event {
-            watcher::Event::Apply(pod) => insert(&mut self.pods, pod),
-            watcher::Event::Delete(pod) => {
-                let (Some(namespace), Some(name)) = (&pod.metadata.namespace, &pod.metadata.name)
-                else {
-                    return;
-                };
-                if let Some(in_namespace) = self.pods.get_mut(namespace.as_str()) {
-                    in_namespace.remove(name.as_str());
-                    if in_namespace.is_empty() {
-                        self.pods.remove(namespace.as_str());
-                    }
-                }
-            }
-            watcher::Event::Init => self.relisting = Some(HashMap::new()),
+            watcher::Event::Apply(pod) => self.current.insert(pod),
+            watcher::Event::Delete(pod) => self.current.remove(pod),
+            watcher::Event::Init => self.relisting = Some(Listing::default()),
             watcher::Event::InitApply(pod) => {
                 if let Some(relisting) = self.relisting.as_mut() {
-                    insert(relisting, pod);
+                    relisting.insert(pod);
                 }
             }
             watcher::Event::InitDone => {
                 if let Some(listed) = self.relisting.take() {
-                    self.pods = listed;
+                    self.current = listed;
                     self.listed = true;
                 }
             }
@@ -160,7 +188,7 @@ impl PodIndex {
     }
 
     fn get(&self, namespace: &str, name: &str) -> Option<&Owner> {
-        self.pods.get(namespace)?.get(name)
+        self.current.pods.get(namespace)?.get(name)
     }
 
     fn lookup(&self, namespace: &str, name: &str) -> CachedPod {
@@ -181,6 +209,19 @@ impl PodIndex {
             Owner::None => None,
         }
     }
+
+    /// The stopping pods by (namespace, name), once a first list completed.
+    fn stopping(&self) -> Option<Vec<(PodKey, StoppingPod)>> {
+        self.listed.then(|| {
+            self.current
+                .stopping
+                .iter()
+                .map(|((namespace, name), pod)| {
+                    ((namespace.to_string(), name.to_string()), pod.clone())
+                })
+                .collect()
+        })
+    }
 }
 
 #[derive(Clone)]
@@ -189,6 +230,8 @@ pub struct PodNames {
     /// The creates whose echo is awaited; an entry lives from just before the create to
     /// the pod's next event (or the create's failure).
     echoes: Arc<Mutex<Echoes>>,
+    /// Whether the index holds a first complete list, for those who must wait for it.
+    listed: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 fn key_of(pod: &impl Resource) -> Option<PodKey> {
@@ -209,6 +252,20 @@ impl PodNames {
         let index = self.index.lock().ok()?;
         let owner = index.owner(namespace, name)?;
         Some(ObjectRef::new(owner).within(namespace))
+    }
+
+    /// The workspace pods being deleted that hold our finalizer (`stopping`), once the
+    /// watch's first list is in; `None` before (or if the index is poisoned).
+    pub fn stopping(&self) -> Option<Vec<(PodKey, StoppingPod)>> {
+        self.index.lock().ok()?.stopping()
+    }
+
+    /// Returns once the watch's first list is in the index. The index fills as the
+    /// controller polls the watch's stream.
+    pub async fn wait_listed(&self) {
+        let mut listed = self.listed.subscribe();
+        // An error means every sender is gone, which `self` rules out.
+        let _ = listed.wait_for(|listed| *listed).await;
     }
 
     fn echoes(&self) -> Option<std::sync::MutexGuard<'_, Echoes>> {
@@ -251,18 +308,28 @@ impl PodNames {
     }
 
     fn index(&self, event: &watcher::Event<PartialObjectMeta<Pod>>) {
-        if let Ok(mut index) = self.index.lock() {
-            index.apply(event);
+        let listed = match self.index.lock() {
+            Ok(mut index) => {
+                index.apply(event);
+                index.listed
+            }
+            Err(_) => return,
+        };
+        if listed {
+            self.listed
+                .send_if_modified(|was| !std::mem::replace(was, true));
         }
     }
 }
 
 /// Keeps the name, the namespace, the resource version (for `is_echo`) and the owner
-/// references to Workspaces (without their `controller` and `blockOwnerDeletion`, which
-/// the trigger does not read): the controller maps each pod event to its Workspace
-/// through them.
+/// references to Workspaces (without `blockOwnerDeletion`, which nothing reads): the
+/// controller maps each pod event to its Workspace through them. Of a stopping pod
+/// (`stopping::StoppingPod`) also what the sweep reads: the deletion timestamp, our
+/// finalizer and the disposal annotations.
 fn strip(pod: &mut PartialObjectMeta<Pod>) {
     let meta = std::mem::take(&mut pod.metadata);
+    let stopping = StoppingPod::of(&meta).is_some();
     pod.types = None;
     pod.metadata.name = meta.name;
     pod.metadata.namespace = meta.namespace;
@@ -278,10 +345,24 @@ fn strip(pod: &mut PartialObjectMeta<Pod>) {
             kind: r.kind,
             name: r.name,
             uid: r.uid,
+            controller: r.controller,
             ..Default::default()
         })
         .collect();
     pod.metadata.owner_references = (!owners.is_empty()).then_some(owners);
+    if stopping {
+        pod.metadata.deletion_timestamp = meta.deletion_timestamp;
+        pod.metadata.finalizers = Some(vec![POD_FINALIZER.to_string()]);
+        let disposal: BTreeMap<String, String> = meta
+            .annotations
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| {
+                k == DISPOSAL_CONFIRMATION_ANNOTATION || k == DISPOSAL_RESULT_ANNOTATION
+            })
+            .collect();
+        pod.metadata.annotations = (!disposal.is_empty()).then_some(disposal);
+    }
 }
 
 /// Starts watching workspace pods. Returns the cache and the stream of pods seen (each
@@ -296,6 +377,7 @@ pub fn watch(
     let names = PodNames {
         index: Arc::default(),
         echoes: Arc::default(),
+        listed: Arc::new(tokio::sync::watch::channel(false).0),
     };
     let (indexer, filter) = (names.clone(), names.clone());
     let events = watcher(

@@ -24,7 +24,8 @@ fn strip_keeps_what_the_trigger_and_the_lookup_read() {
         serde_json::to_value(&pod.metadata).expect("serializes"),
         json!({"name": "ws-alice", "namespace": "team-a", "resourceVersion": "42", "ownerReferences": [
             {"apiVersion": "lifeguard.dev/v1alpha1", "kind": "Workspace", "name": "alice",
-             "uid": "w1"}]})
+             "uid": "w1", "controller": true}]}),
+        "a running pod keeps no finalizer: only stopping ones are the sweep's"
     );
     let owners: Vec<_> = pod
         .metadata
@@ -39,6 +40,40 @@ fn strip_keeps_what_the_trigger_and_the_lookup_read() {
         owners,
         vec![ObjectRef::new("alice").within("team-a")],
         "the owning Workspace is still found"
+    );
+}
+
+#[test]
+fn strip_keeps_what_the_sweep_reads_of_a_stopping_pod() {
+    let mut pod: PartialObjectMeta<Pod> = serde_json::from_value(json!({
+        "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+        "metadata": {
+            "name": "ws-alice", "namespace": "team-a", "resourceVersion": "43",
+            "deletionTimestamp": "2026-12-01T12:00:00Z",
+            "finalizers": ["example.com/keep", "lifeguard.dev/disposal"],
+            "annotations": {"lifeguard.dev/disposal-confirmation": "required",
+                            "kubectl.kubernetes.io/last-applied-configuration": "{}"},
+            "ownerReferences": [
+                {"apiVersion": "lifeguard.dev/v1alpha1", "kind": "Workspace", "name": "alice",
+                 "uid": "w1", "controller": true}
+            ]
+        }
+    }))
+    .expect("pod literal");
+    let before = StoppingPod::of(&pod.metadata);
+    strip(&mut pod);
+    assert!(before.is_some());
+    assert_eq!(
+        StoppingPod::of(&pod.metadata),
+        before,
+        "the sweep reads the same from the stripped pod"
+    );
+    assert_eq!(
+        pod.metadata
+            .annotations
+            .map(|a| a.into_keys().collect::<Vec<_>>()),
+        Some(vec!["lifeguard.dev/disposal-confirmation".to_string()]),
+        "only the disposal annotations are kept"
     );
 }
 
@@ -160,7 +195,67 @@ fn the_index_follows_changes_and_a_relist_replaces_it() {
     assert!(present(&index, "team-b", "ws-carol"));
     // The last pod of a namespace leaves no empty map behind.
     index.apply(&Delete(pod("team-b", "ws-carol", Some("carol"))));
-    assert!(index.pods.is_empty());
+    assert!(index.current.pods.is_empty());
+}
+
+fn stopping(namespace: &str, name: &str) -> PartialObjectMeta<Pod> {
+    let mut pod = pod(namespace, name, Some("alice"));
+    pod.metadata.finalizers = Some(vec!["lifeguard.dev/disposal".to_string()]);
+    pod.metadata.deletion_timestamp = serde_json::from_value(json!("2026-12-01T12:00:00Z")).ok();
+    pod
+}
+
+fn stopping_names(index: &PodIndex) -> Option<Vec<String>> {
+    let mut names: Vec<String> = index
+        .stopping()?
+        .into_iter()
+        .map(|((namespace, name), _)| format!("{namespace}/{name}"))
+        .collect();
+    names.sort();
+    Some(names)
+}
+
+#[test]
+fn the_index_keeps_the_stopping_pods_until_they_are_gone() {
+    use watcher::Event::*;
+    let mut index = PodIndex::default();
+    index.apply(&Init);
+    index.apply(&InitApply(stopping("team-a", "ws-left")));
+    index.apply(&InitApply(pod("team-a", "ws-alice", Some("alice"))));
+    assert_eq!(
+        stopping_names(&index),
+        None,
+        "unknown before the first list"
+    );
+    index.apply(&InitDone);
+    assert_eq!(
+        stopping_names(&index),
+        Some(vec!["team-a/ws-left".to_string()])
+    );
+    index.apply(&Apply(stopping("team-a", "ws-alice")));
+    index.apply(&Apply(stopping("team-b", "ws-bob")));
+    index.apply(&Delete(stopping("team-a", "ws-left")));
+    assert_eq!(
+        stopping_names(&index),
+        Some(vec![
+            "team-a/ws-alice".to_string(),
+            "team-b/ws-bob".to_string()
+        ])
+    );
+    // Our finalizer released (the pod is still deleting, waiting for another one).
+    let mut released = stopping("team-b", "ws-bob");
+    released.metadata.finalizers = Some(vec!["example.com/keep".to_string()]);
+    index.apply(&Apply(released));
+    assert_eq!(
+        stopping_names(&index),
+        Some(vec!["team-a/ws-alice".to_string()])
+    );
+    // A relist replaces them as it replaces the names: one deleted while the watch was down
+    // is dropped.
+    index.apply(&Init);
+    index.apply(&InitApply(pod("team-c", "ws-carol", Some("carol"))));
+    index.apply(&InitDone);
+    assert_eq!(stopping_names(&index), Some(vec![]));
 }
 
 #[test]

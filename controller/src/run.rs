@@ -158,19 +158,6 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     metrics.leader.set(1);
     tracing::info!(%identity, "leading");
 
-    // Pods left Terminating while no controller ran are released before anything else.
-    match sweep::sweep_once(&client, &settings, &metrics).await {
-        Ok(released) => tracing::info!(released, "initial sweep done"),
-        Err(error) => tracing::warn!(%error, "initial sweep failed; the periodic sweep retries"),
-    }
-    let sweep_every = Duration::try_from(config.sweep_interval).unwrap_or(Duration::from_secs(60));
-    let sweeper = tokio::spawn(sweep::run(
-        client.clone(),
-        settings.clone(),
-        metrics.clone(),
-        sweep_every.max(Duration::from_secs(1)),
-    ));
-
     let reporter = Reporter {
         controller: crate::FIELD_MANAGER.into(),
         instance: Some(identity),
@@ -257,6 +244,19 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     // cache of pod names keeps (`pod_names`).
     let store_for_signals = store.clone();
     let store_for_phases = store.clone();
+    // Pods left Terminating while no controller ran are released as soon as the caches
+    // are in, then every interval.
+    let sweep_every = Duration::try_from(config.sweep_interval).unwrap_or(Duration::from_secs(60));
+    let sweeper = tokio::spawn(sweep::run(
+        context.client.clone(),
+        sweep::Caches {
+            pods: context.pods.clone(),
+            workspaces: store.clone(),
+        },
+        context.settings.clone(),
+        context.metrics.clone(),
+        sweep_every.max(Duration::from_secs(1)),
+    ));
     let controller = Controller::for_stream(workspace_events, store)
         .owns_stream(pod_events)
         // A backup agent's receipt releases its stopping pod now, not at the timeout.

@@ -1,0 +1,121 @@
+//! Workspace pods being deleted while they hold lifeguard's disposal finalizer, as the pod
+//! watch last saw them, and when the sweep releases one. Pure.
+//!
+//! The sweep reads these instead of listing every workspace pod and every Workspace each
+//! interval: two lists whose cost grows with the fleet (a list of 10,000 Workspaces costs
+//! the API server about 2.6 s of CPU, docs/benchmarks.md), made to find the few pods that
+//! are stopping. The pod watch already sees every workspace pod; it keeps these few fields
+//! of the stopping ones (`pod_names`), a hundred bytes or so a pod, nothing for the rest.
+//!
+//! A pod that is not being deleted is never stuck, so it is not tracked: a pod whose
+//! Workspace is gone is deleted by the garbage collector (its owner reference), and becomes
+//! a stopping pod then; one orphaned on purpose keeps our finalizer until someone deletes
+//! it, and is released then.
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use lifeguard_api::disposal;
+use lifeguard_api::names::POD_FINALIZER;
+
+use crate::workspace::plan::Settings;
+
+/// What the sweep needs of a stopping pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoppingPod {
+    /// The pod's `deletionTimestamp`.
+    pub deleting_since: Timestamp,
+    /// The Workspace that controls the pod, if one does.
+    pub owner: Option<OwningWorkspace>,
+    /// The pod waits for its backup agent: confirmation required, no answer yet.
+    pub awaits_agent: bool,
+}
+
+/// A controlling Workspace, by name and UID (a same-named successor is another Workspace).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwningWorkspace {
+    pub name: Box<str>,
+    pub uid: Box<str>,
+}
+
+/// The Workspace that controls the pod, if one does.
+pub fn controlling_workspace(pod: &ObjectMeta) -> Option<&OwnerReference> {
+    pod.owner_references
+        .as_ref()?
+        .iter()
+        .find(|r| r.controller == Some(true) && r.kind == "Workspace")
+}
+
+pub fn holds_our_finalizer(meta: &ObjectMeta) -> bool {
+    meta.finalizers
+        .as_ref()
+        .is_some_and(|f| f.iter().any(|x| x == POD_FINALIZER))
+}
+
+impl StoppingPod {
+    /// `Some` for a pod being deleted that holds our finalizer: the only pods the sweep may
+    /// have to release.
+    pub fn of(meta: &ObjectMeta) -> Option<Self> {
+        if !holds_our_finalizer(meta) {
+            return None;
+        }
+        let deleting_since = meta.deletion_timestamp.as_ref()?.0;
+        let annotations = meta.annotations.as_ref();
+        Some(Self {
+            deleting_since,
+            owner: controlling_workspace(meta).map(|r| OwningWorkspace {
+                name: r.name.as_str().into(),
+                uid: r.uid.as_str().into(),
+            }),
+            awaits_agent: disposal::confirmation_required(annotations)
+                && disposal::result(annotations).is_none(),
+        })
+    }
+}
+
+/// Why a stopping pod is released now, if it is. `workspace_exists`: the Workspace that
+/// controls it (matched by UID) still exists; a pod no Workspace controls has none.
+pub fn release_cause(
+    pod: &StoppingPod,
+    workspace_exists: bool,
+    now: Timestamp,
+    settings: &Settings,
+) -> Option<&'static str> {
+    if !workspace_exists {
+        return Some("workspace_gone");
+    }
+    // A pod waiting for its backup agent is the reconciler's to release (it records the
+    // outcome first): the sweep steps in only a disposal timeout after that wait is over.
+    let allowed = if pod.awaits_agent {
+        settings
+            .disposal_confirm_timeout
+            .checked_add(settings.disposal_timeout)
+            .unwrap_or(settings.disposal_confirm_timeout)
+    } else {
+        settings.disposal_timeout
+    };
+    let overdue = pod
+        .deleting_since
+        .checked_add(allowed)
+        .is_ok_and(|deadline| now >= deadline);
+    overdue.then_some("deletion_overdue")
+}
+
+/// Whether the sweep should look at a stopping pod with the API, judging from the caches
+/// alone: `workspace_cached` says a Workspace of the controller's name is in the
+/// controller's cache (which does not keep UIDs). The look (fresh reads of the pod and of
+/// the Workspace, by UID) decides; this only spares the API the pods nothing can be done
+/// for yet. A same-named successor in the cache hides a gone predecessor until the pod is
+/// overdue: the sweep releases it then, and the look names the cause `workspace_gone`.
+pub fn worth_a_look(
+    pod: &StoppingPod,
+    workspace_cached: bool,
+    now: Timestamp,
+    settings: &Settings,
+) -> bool {
+    let exists = pod.owner.is_some() && workspace_cached;
+    release_cause(pod, exists, now, settings).is_some()
+}
+
+#[cfg(test)]
+#[path = "stopping_tests.rs"]
+mod tests;

@@ -16,8 +16,13 @@
 //! since it started (`VmHWM`); the API server's requests per pod in each phase, by verb and
 //! resource (`apiserver_request_total`), which shows what a start costs it. Then the mass drain (`mass_drain.rs`): a window draining
 //! the N running workspaces against the N baseline pods deleted directly, both timed to the
-//! last pod gone. `KEEP=1` leaves the namespace behind.
+//! last pod gone. Last, in a second namespace, the mass drain with the disposal handshake
+//! on (`handshake_drain.rs`): N Workspaces with `confirmDisposal`, this bench answering as
+//! their backup agent; every one must be released only after its answer. `KEEP=1` leaves
+//! the namespaces behind.
 
+#[path = "handshake_drain.rs"]
+mod handshake_drain;
 #[path = "mass_drain.rs"]
 mod mass_drain;
 
@@ -279,7 +284,42 @@ async fn main() -> anyhow::Result<()> {
         .context("no controller holds the Lease")?;
     let pid = lifeguard_e2e::local_pid(&leader, "lifeguard-controller")?;
 
+    let namespaces: Api<Namespace> = Api::all(client.clone());
     let ns = unique_name("bench-mass-start");
+    create_namespace(&client, &ns).await?;
+    println!(
+        "mass start: N = {n}, concurrency {concurrency}, {hollow} hollow nodes, namespace {ns}"
+    );
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let mut result = run_both(&client, &ns, &pods, n, concurrency, pid).await;
+    let mut created = vec![ns];
+    if let Ok(deleted) = result {
+        let ns = unique_name("bench-mass-confirm");
+        create_namespace(&client, &ns).await?;
+        created.push(ns.clone());
+        result = handshake(&client, &ns, n, concurrency, deleted).await;
+    }
+
+    if std::env::var_os("KEEP").is_none() {
+        for ns in &created {
+            println!("cleaning up namespace {ns}");
+            namespaces.delete(ns, &DeleteParams::default()).await?;
+        }
+        for ns in &created {
+            poll_until(&format!("namespace {ns} gone"), PHASE_TIMEOUT, || async {
+                if namespaces.get_opt(ns).await?.is_some() {
+                    anyhow::bail!("still there");
+                }
+                Ok(Some(()))
+            })
+            .await?;
+        }
+    }
+    result.map(|_| ())
+}
+
+/// A fresh namespace for one phase, once pods can be created in it.
+async fn create_namespace(client: &Client, ns: &str) -> anyhow::Result<()> {
     let namespaces: Api<Namespace> = Api::all(client.clone());
     // The label lets the test-all smoke (cluster/hollow-smoke) clean up after a failed run.
     let namespace: Namespace = serde_json::from_value(
@@ -290,32 +330,43 @@ async fn main() -> anyhow::Result<()> {
         .create(&PostParams::default(), &namespace)
         .await?;
     // Pods are refused until the namespace's default service account exists.
-    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), &ns);
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), ns);
     poll_until(
         "default service account",
         Duration::from_secs(60),
         || async { Ok(accounts.get_opt("default").await?.map(|_| ())) },
     )
-    .await?;
+    .await
+}
+
+/// The mass drain with the disposal handshake on, against `deleted`: the same number of
+/// pods deleted directly in the first namespace.
+async fn handshake(
+    client: &Client,
+    ns: &str,
+    n: usize,
+    concurrency: usize,
+    deleted: Duration,
+) -> anyhow::Result<Duration> {
     println!(
-        "mass start: N = {n}, concurrency {concurrency}, {hollow} hollow nodes, namespace {ns}"
+        "mass drain with the disposal handshake: {n} Workspaces with confirmDisposal, namespace {ns}"
     );
-
-    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-    let result = run_both(&client, &ns, &pods, n, concurrency, pid).await;
-
-    if std::env::var_os("KEEP").is_none() {
-        println!("cleaning up namespace {ns}");
-        namespaces.delete(&ns, &DeleteParams::default()).await?;
-        poll_until(&format!("namespace {ns} gone"), PHASE_TIMEOUT, || async {
-            if namespaces.get_opt(&ns).await?.is_some() {
-                anyhow::bail!("still there");
-            }
-            Ok(Some(()))
-        })
-        .await?;
-    }
-    result
+    let calls_before = lifeguard_e2e::apiserver_requests(client).await?;
+    let run = handshake_drain::run(client, ns, n, concurrency, pod_spec()).await?;
+    let calls = calls_per_pod(&calls_before, client, n).await?;
+    println!(
+        "handshake drain: {n} Running after {:.1?}; a drain window, this bench answering as the backup agent: Drained after {:.1?}, all pods gone after {:.1?}; {} receipts, {} of {n} DisposalConfirmed=True (none released unconfirmed)",
+        run.all_running, run.drain.drained, run.drain.pods_gone, run.receipts, run.confirmed
+    );
+    println!(
+        "ratio (direct / lifeguard with the handshake): time until all pods gone {:.2}",
+        deleted.as_secs_f64() / run.drain.pods_gone.as_secs_f64()
+    );
+    println!(
+        "API server requests per workspace, from the first create to the last pod gone: {}",
+        calls.join(", ")
+    );
+    Ok(deleted)
 }
 
 async fn run_both(
@@ -325,7 +376,7 @@ async fn run_both(
     n: usize,
     concurrency: usize,
     pid: u32,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Duration> {
     // Baseline: the same pods, created directly.
     let calls_before = lifeguard_e2e::apiserver_requests(client).await?;
     let seen = Arc::new(Mutex::new(Seen::default()));
@@ -446,5 +497,5 @@ async fn run_both(
         delete_calls.join(", ")
     );
     println!("  lifeguard: {}", drain_calls.join(", "));
-    Ok(())
+    Ok(deleted)
 }

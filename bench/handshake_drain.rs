@@ -148,25 +148,9 @@ pub async fn run(
         .buffer_unordered(concurrency)
         .try_collect::<Vec<()>>()
         .await?;
-    let all_running = lifeguard_e2e::poll_every(
-        "every handshake workspace Running",
-        PHASE_TIMEOUT,
-        Duration::from_secs(2),
-        || async {
-            let running = workspaces
-                .list(&ListParams::default())
-                .await?
-                .items
-                .iter()
-                .filter(|w| w.phase() == Some(WorkspacePhase::Running))
-                .count();
-            if running < n {
-                anyhow::bail!("{running} of {n} Running");
-            }
-            Ok(Some(started.elapsed()))
-        },
-    )
-    .await?;
+    lifeguard_e2e::wait_all_in_phase(&workspaces, n, WorkspacePhase::Running, PHASE_TIMEOUT)
+        .await?;
+    let all_running = started.elapsed();
 
     let agent_client = lifeguard_e2e::receipts_agent(client).await?;
     let answers = Arc::new(Answers::default());

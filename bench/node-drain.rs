@@ -16,7 +16,9 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use lifeguard_api::{MaintenanceWindow, Workspace, WorkspacePhase};
-use lifeguard_e2e::{SECOND_NODE, poll_until, rfc3339, unique_name, wait_drained, workspace};
+use lifeguard_e2e::{
+    SECOND_NODE, poll_until, rfc3339, unique_name, wait_all_in_phase, wait_drained, workspace,
+};
 use serde_json::{Value, json};
 
 const LABEL: &str = "lifeguard.dev/bench-node-drain";
@@ -52,21 +54,11 @@ async fn running_on_node_2(client: &Client, n: usize) -> anyhow::Result<String> 
             .build()?;
         workspaces.create(&PostParams::default(), &ws).await?;
     }
-    poll_until(
-        &format!("{n} workspaces Running"),
+    wait_all_in_phase(
+        &workspaces,
+        n,
+        WorkspacePhase::Running,
         Duration::from_secs(600),
-        || async {
-            let running = workspaces
-                .list(&ListParams::default())
-                .await?
-                .items
-                .iter()
-                .filter(|w| {
-                    w.status.as_ref().and_then(|s| s.phase) == Some(WorkspacePhase::Running)
-                })
-                .count();
-            Ok((running == n).then_some(()))
-        },
     )
     .await?;
     Ok(ns)

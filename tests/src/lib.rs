@@ -36,6 +36,8 @@ pub use quota::{allow_pods, forbid_pods};
 pub use receiver::{NOTIFY_PATH, NOTIFY_RECEIVER, Received, Receiver};
 pub use rejector::{Rejector, every_workspace_rejected, sleeping_workspace};
 pub use repo::{repo, repo_script, without_cargo_variables};
-pub use wait::{DEFAULT_TIMEOUT, poll_every, poll_until, wait_for, wait_gone, wait_phase};
+pub use wait::{
+    DEFAULT_TIMEOUT, poll_every, poll_until, wait_all_in_phase, wait_for, wait_gone, wait_phase,
+};
 pub use windows::{close_window, open_window, rfc3339, wait_drained, window_event_messages};
 pub use workspace::{SLEEP_COMMAND, WorkspaceBuilder, workspace};

@@ -102,3 +102,23 @@ pub async fn wait_phase(
     })
     .await
 }
+
+/// Waits until `n` Workspaces in `api`'s namespace are in `phase` (listing them every 2 s:
+/// for benches with hundreds of workspaces, where a watch per name would be too many).
+pub async fn wait_all_in_phase(
+    api: &Api<lifeguard_api::Workspace>,
+    n: usize,
+    phase: lifeguard_api::WorkspacePhase,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    let what = format!("{n} workspaces {phase:?}");
+    poll_every(&what, timeout, Duration::from_secs(2), || async {
+        let listed = api.list(&kube::api::ListParams::default()).await?.items;
+        let in_phase = listed.iter().filter(|w| w.phase() == Some(phase)).count();
+        if in_phase < n {
+            bail!("{in_phase} of {n} {phase:?}");
+        }
+        Ok(Some(()))
+    })
+    .await
+}

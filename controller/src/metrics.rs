@@ -17,6 +17,8 @@ pub struct Metrics {
     pub sweep_releases: IntCounterVec,
     /// Workspace pods deleting with our finalizer, as of the last sweep.
     pub stopping_pods: IntGauge,
+    /// How long the longest-stopping of them has been deleting, in seconds.
+    pub stopping_pod_oldest: IntGauge,
     pub workspaces: IntGaugeVec,
     pub leader: IntGauge,
     pub drain_remaining: IntGaugeVec,
@@ -180,6 +182,10 @@ impl Metrics {
                 "lifeguard_controller_stopping_pods",
                 "Workspace pods being deleted that still hold the disposal finalizer, as of the last sweep (--sweep-interval).",
             )?,
+            stopping_pod_oldest: IntGauge::new(
+                "lifeguard_controller_stopping_pod_oldest_seconds",
+                "How long the longest-stopping workspace pod that still holds the disposal finalizer has been deleting, as of the last sweep (0 for none).",
+            )?,
             leader: IntGauge::new(
                 "lifeguard_controller_leader",
                 "1 while this replica holds the leader Lease and reconciles.",
@@ -204,6 +210,8 @@ impl Metrics {
         m.registry.register(Box::new(m.workspaces.clone()))?;
         m.registry.register(Box::new(m.leader.clone()))?;
         m.registry.register(Box::new(m.stopping_pods.clone()))?;
+        m.registry
+            .register(Box::new(m.stopping_pod_oldest.clone()))?;
         m.registry
             .register(Box::new(m.disposal_receipts_ignored.clone()))?;
         m.registry.register(Box::new(m.workspace_starts.clone()))?;

@@ -116,6 +116,20 @@ pub fn worth_a_look(
     release_cause(pod, exists, now, settings).is_some()
 }
 
+/// How long the longest-stopping of `pods` has been deleting (zero for none, or for one
+/// whose deletion is timed after `now`): what `lifeguard_controller_stopping_pod_oldest_seconds`
+/// reports, since a pod the sweep fails to release shows there first.
+pub fn oldest_deleting<'a>(
+    pods: impl IntoIterator<Item = &'a StoppingPod>,
+    now: Timestamp,
+) -> jiff::SignedDuration {
+    pods.into_iter()
+        .map(|pod| now.duration_since(pod.deleting_since))
+        .max()
+        .unwrap_or_default()
+        .max(jiff::SignedDuration::ZERO)
+}
+
 #[cfg(test)]
 #[path = "stopping_tests.rs"]
 mod tests;

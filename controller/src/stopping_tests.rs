@@ -198,3 +198,33 @@ fn the_api_is_asked_only_about_pods_something_can_be_done_for() {
         );
     }
 }
+
+#[test]
+fn the_oldest_deletion_is_the_age_of_the_longest_stopping_pod() {
+    let stopping = |since: &str| StoppingPod {
+        deleting_since: since.parse().expect("time literal"),
+        owner: None,
+        awaits_agent: false,
+    };
+    let cases = [
+        ("none", vec![], 0),
+        ("one", vec![stopping("2026-12-01T11:59:00Z")], 60),
+        (
+            "the oldest of several",
+            vec![
+                stopping("2026-12-01T11:59:00Z"),
+                stopping("2026-12-01T11:00:00Z"),
+                stopping("2026-12-01T11:30:00Z"),
+            ],
+            3600,
+        ),
+        (
+            "a deletion timed after now (clock skew) counts as none",
+            vec![stopping("2026-12-01T12:05:00Z")],
+            0,
+        ),
+    ];
+    for (what, pods, seconds) in cases {
+        assert_eq!(oldest_deleting(&pods, now()).as_secs(), seconds, "{what}");
+    }
+}

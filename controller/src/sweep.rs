@@ -44,10 +44,12 @@ pub async fn sweep_once(
         tracing::debug!("sweep skipped: the pod watch has not listed yet");
         return 0;
     };
+    let now = Timestamp::now();
     metrics
         .stopping_pods
         .set(i64::try_from(stopping.len()).unwrap_or(i64::MAX));
-    let now = Timestamp::now();
+    let oldest = stopping::oldest_deleting(stopping.iter().map(|(_, pod)| pod), now);
+    metrics.stopping_pod_oldest.set(oldest.as_secs());
     let mut released = 0;
     for ((namespace, name), pod) in stopping {
         let cached = pod.owner.as_ref().is_some_and(|owner| {

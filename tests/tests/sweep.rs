@@ -63,9 +63,12 @@ async fn the_pod_of_a_workspace_removed_by_force_is_released() {
             w.phase() == Some(WorkspacePhase::Running)
         })
         .await?;
-        // The Workspace goes without the controller's finalizer, so the controller never
-        // stops the pod: the garbage collector deletes it (its owner reference), and our
+        // The Workspace goes without the controller's finalizer: deleted, then the
+        // finalizer taken off before the controller could stop the pod and record its end
+        // (taken off first, the controller would add it back). The pod is deleted by the
+        // controller's stop or by the garbage collector (its owner reference), and our
         // finalizer holds it until the sweep finds its Workspace gone.
+        workspaces.delete("alice", &DeleteParams::default()).await?;
         workspaces
             .patch(
                 "alice",
@@ -73,7 +76,6 @@ async fn the_pod_of_a_workspace_removed_by_force_is_released() {
                 &Patch::Merge(json!({"metadata": {"finalizers": null}})),
             )
             .await?;
-        workspaces.delete("alice", &DeleteParams::default()).await?;
         wait_gone(&workspaces, "alice", DEFAULT_TIMEOUT).await?;
         wait_gone(&pods, "ws-alice", SWEPT).await
     })

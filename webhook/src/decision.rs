@@ -1,5 +1,6 @@
 //! Admission decisions as plain functions of the request, the windows and the time.
 
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
@@ -208,7 +209,7 @@ fn is_recreation(request: &AdmissionRequest, ctx: &Inputs) -> bool {
 /// paths. A workspace pod carries them in an annotation the controller writes (its own
 /// labels are the template's, which may differ); a pod without a readable annotation
 /// (made by an older controller) falls back to its own labels.
-fn workspace_labels(request: &AdmissionRequest) -> BTreeMap<String, String> {
+fn workspace_labels_of(request: &AdmissionRequest) -> BTreeMap<String, String> {
     let object = request.object.as_ref();
     if request.kind == "Pod"
         && let Some(carried) = object
@@ -236,15 +237,23 @@ fn covers(request_labels: &BTreeMap<String, String>, ctx: &Inputs, w: &CompiledW
 /// both are returned for the count of what they would have denied. A node-scoped window
 /// denies nothing: it steers pods off its nodes (`mutate`).
 fn gate(request: &AdmissionRequest, ctx: &Inputs, recreation: bool) -> (Decision, Vec<String>) {
-    let workspace_labels = workspace_labels(request);
-    let covers = |w: &CompiledWindow| covers(&workspace_labels, ctx, w);
+    // Read only once a window is active: most requests meet none, and reading them parses
+    // an annotation and copies every label.
+    let workspace_labels = OnceCell::new();
+    let covers = |w: &CompiledWindow| {
+        covers(
+            workspace_labels.get_or_init(|| workspace_labels_of(request)),
+            ctx,
+            w,
+        )
+    };
     let active: Vec<(&CompiledWindow, Occurrence)> = ctx
         .windows
         .iter()
         .filter(|w| !w.node_scoped())
         .filter(|w| !(recreation && w.allow_recreation))
-        .filter(|w| covers(w))
         .filter_map(|w| w.active_at(ctx.now).map(|occurrence| (w, occurrence)))
+        .filter(|(w, _)| covers(w))
         .collect();
     let (enforced, audited): (Vec<_>, Vec<_>) = active.into_iter().partition(|(w, _)| w.enforces());
     let would_deny = audited.iter().map(|(w, _)| w.name.clone()).collect();
@@ -353,13 +362,17 @@ pub fn mutate(request: &AdmissionRequest, ctx: &Inputs) -> Decision {
     }
     let pod = object;
     let finalizer = stamp_finalizer(pod, POD_FINALIZER);
-    let workspace_labels = workspace_labels(request);
+    // Read only once a window may steer (see `gate`).
+    let workspace_labels = OnceCell::new();
     let steering: Vec<&CompiledWindow> = ctx
         .windows
         .iter()
         // A `Warn` or `DryRun` window steers nothing: trying one must not move pods.
         .filter(|w| w.node_scoped() && w.enforces() && w.active_at(ctx.now).is_some())
-        .filter(|w| covers(&workspace_labels, ctx, w))
+        .filter(|w| {
+            let labels = workspace_labels.get_or_init(|| workspace_labels_of(request));
+            covers(labels, ctx, w)
+        })
         .collect();
     let steer = crate::steer::steer(pod, &steering);
     match finalizer {

@@ -6,8 +6,8 @@
 //! deserialized into borrowed, typed structs: unknown fields are skipped without being
 //! stored, and of `object` and `oldObject` only `metadata` and `spec` are kept, as
 //! `&RawValue` (slices of the body, no allocation). Only the parts a decision reads are
-//! then built as values: the object's `metadata` without `managedFields`, and its `spec`
-//! for lifeguard's own kinds (validation needs it).
+//! then built as values: the fields of the object's `metadata` a decision reads (never
+//! `managedFields`), and its `spec` for lifeguard's own kinds (validation needs it).
 //! `oldObject` is never built: its `spec` is compared byte for byte with the new one.
 //! A 3 MiB `oldObject` therefore costs nothing beyond the body itself.
 //!
@@ -56,7 +56,7 @@ pub struct AdmissionRequest {
     pub operation: Operation,
     pub namespace: Option<String>,
     pub name: Option<String>,
-    /// The parts of `object` the decisions read: `metadata` (without `managedFields`) and,
+    /// The parts of `object` the decisions read: of `metadata` the fields they read and,
     /// for lifeguard's own kinds, `spec`; of a pod's spec only `affinity`. Other fields
     /// (the rest of a pod's spec, status) are skipped.
     pub object: Option<Value>,
@@ -316,9 +316,40 @@ fn decoded_object(
     Ok(Value::Object(object))
 }
 
-/// An object's metadata without `managedFields`, which can be the bulk of a real object and
-/// which no decision reads.
+/// An object's metadata, of it only the fields a decision reads (`decision.rs`, `steer.rs`
+/// and `lifeguard_api::validation`). The rest is skipped without being stored:
+/// `managedFields` above all, which can be the bulk of a real object, but also the
+/// namespace, UID, timestamps and resource version a pod CREATE carries, each of which
+/// would be one more allocated value per review.
 struct Metadata(Map<String, Value>);
+
+/// A metadata key: one a decision reads, or any other (matched without allocating).
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "camelCase")]
+enum MetadataField {
+    Name,
+    Labels,
+    Annotations,
+    Finalizers,
+    OwnerReferences,
+    DeletionTimestamp,
+    #[serde(other)]
+    Unread,
+}
+
+impl MetadataField {
+    fn key(&self) -> Option<&'static str> {
+        Some(match self {
+            Self::Name => "name",
+            Self::Labels => "labels",
+            Self::Annotations => "annotations",
+            Self::Finalizers => "finalizers",
+            Self::OwnerReferences => "ownerReferences",
+            Self::DeletionTimestamp => "deletionTimestamp",
+            Self::Unread => return None,
+        })
+    }
+}
 
 impl<'de> Deserialize<'de> for Metadata {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -330,11 +361,14 @@ impl<'de> Deserialize<'de> for Metadata {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Metadata, A::Error> {
                 let mut fields = Map::new();
-                while let Some(key) = map.next_key::<String>()? {
-                    if key == "managedFields" {
-                        map.next_value::<IgnoredAny>()?;
-                    } else {
-                        fields.insert(key, map.next_value()?);
+                while let Some(field) = map.next_key::<MetadataField>()? {
+                    match field.key() {
+                        Some(key) => {
+                            fields.insert(key.to_owned(), map.next_value()?);
+                        }
+                        None => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
                     }
                 }
                 Ok(Metadata(fields))
@@ -448,6 +482,49 @@ mod tests {
             "pods created with generateName have no name yet"
         );
         assert_eq!(request.username, "alice");
+    }
+
+    #[test]
+    fn keeps_of_the_metadata_only_what_a_decision_reads() {
+        let body = review(json!({
+            "uid": "u-1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "operation": "CREATE", "namespace": "team-a",
+            "object": {"metadata": {
+                "name": "ws-alice", "namespace": "team-a", "uid": "p-1",
+                "creationTimestamp": null, "resourceVersion": "7",
+                "labels": {"lifeguard.dev/workspace": "alice"},
+                "annotations": {"lifeguard.dev/start": "1"},
+                "finalizers": ["example.com/keep"],
+                "ownerReferences": [{"apiVersion": "lifeguard.dev/v1alpha1", "kind": "Workspace",
+                                     "name": "alice", "uid": "w-1", "controller": true}],
+                "deletionTimestamp": null,
+                "managedFields": [{"manager": "lifeguard-controller"}],
+                "generateName": "ws-"
+            }, "spec": {"containers": []}},
+        }));
+        let request = parse(&body).expect("valid review");
+        let metadata = request.object.as_ref().and_then(|o| o.get("metadata"));
+        let mut kept: Vec<&str> = metadata
+            .and_then(Value::as_object)
+            .map(|m| m.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        kept.sort_unstable();
+        assert_eq!(
+            kept,
+            [
+                "annotations",
+                "deletionTimestamp",
+                "finalizers",
+                "labels",
+                "name",
+                "ownerReferences"
+            ]
+        );
+        assert_eq!(
+            metadata.and_then(|m| m.get("labels")),
+            Some(&json!({"lifeguard.dev/workspace": "alice"})),
+            "a kept field keeps its whole value"
+        );
     }
 
     #[test]

@@ -27,6 +27,19 @@ pub enum NamespaceLabels {
     Known(BTreeMap<String, String>),
     /// Neither the cache nor a bounded API lookup could tell; `reason` says why.
     Unknown { namespace: String, reason: String },
+    /// Not looked up: no window active at the decision's time selects namespaces
+    /// (`needs_namespace_labels`). Read as `Unknown` (fail closed) should a decision ever
+    /// need them after all.
+    NotLookedUp,
+}
+
+/// Whether a decision at `now` can read the namespace's labels: only a window active then
+/// with a `namespaceSelector` does. Most admissions meet none, and the lookup copies the
+/// labels (or asks the API server, on a cache miss).
+pub fn needs_namespace_labels(windows: &[CompiledWindow], now: Timestamp) -> bool {
+    windows
+        .iter()
+        .any(|w| w.selects_namespaces() && w.active_at(now).is_some())
 }
 
 /// Everything a validation decision may look at besides the request itself.
@@ -228,7 +241,9 @@ fn workspace_labels_of(request: &AdmissionRequest) -> BTreeMap<String, String> {
 fn covers(request_labels: &BTreeMap<String, String>, ctx: &Inputs, w: &CompiledWindow) -> bool {
     match ctx.namespace {
         NamespaceLabels::Known(labels) => w.covers(labels, request_labels),
-        NamespaceLabels::Unknown { .. } => w.covers_workspace(request_labels),
+        NamespaceLabels::Unknown { .. } | NamespaceLabels::NotLookedUp => {
+            w.covers_workspace(request_labels)
+        }
     }
 }
 

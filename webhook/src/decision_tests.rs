@@ -760,6 +760,61 @@ fn unknown_namespace_labels_fail_closed_for_namespace_selectors() {
     }
 }
 
+#[test]
+fn the_namespace_is_looked_up_only_when_an_active_window_selects_namespaces() {
+    let now: Timestamp = NOW.parse().expect("time");
+    let selecting = |name: &str, start: &str, end: &str| {
+        window(
+            name,
+            json!({"start": start, "end": end,
+                   "namespaceSelector": {"matchLabels": {"env": "prod"}}}),
+        )
+    };
+    let active = selecting("prod-now", "2026-12-01T22:00:00Z", "2026-12-01T23:00:00Z");
+    let later = selecting("prod-later", "2026-12-02T22:00:00Z", "2026-12-02T23:00:00Z");
+    let cases = vec![
+        ("no windows", vec![], false),
+        (
+            "an active window for every namespace",
+            vec![upgrade_window()],
+            false,
+        ),
+        (
+            "a namespace selector, not active",
+            vec![later.clone()],
+            false,
+        ),
+        ("a namespace selector, active", vec![active.clone()], true),
+        ("among others", vec![upgrade_window(), later, active], true),
+    ];
+    for (what, windows, needed) in cases {
+        assert_eq!(
+            crate::decision::needs_namespace_labels(&windows, now),
+            needed,
+            "{what}"
+        );
+    }
+    // Should a decision read labels it did not look up, it fails closed, as for unknown.
+    let windows = vec![selecting(
+        "prod-now",
+        "2026-12-01T22:00:00Z",
+        "2026-12-01T23:00:00Z",
+    )];
+    let context = Inputs {
+        windows: &windows,
+        namespace: &NamespaceLabels::NotLookedUp,
+        now,
+        recreation_users: &[],
+    };
+    let ws = request(
+        "lifeguard.dev",
+        "Workspace",
+        Operation::Create,
+        workspace("alice"),
+    );
+    assert_eq!(verdict(&validate(&ws, &context)), Expect::DenyMaintenance);
+}
+
 /// A JSON Patch of the one operation `op`, as the tests write it.
 fn patch(op: Value) -> Decision {
     Decision::Patch(serde_json::from_value(json!([op])).expect("JSON Patch literal"))

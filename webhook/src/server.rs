@@ -15,7 +15,7 @@ use serde_json::json;
 use crate::body::{BodyBudget, BodyError};
 use crate::cache::Caches;
 use crate::certs::CertStore;
-use crate::decision::{self, Inputs};
+use crate::decision::{self, Inputs, NamespaceLabels};
 use crate::metrics::Metrics;
 use crate::review::{self, AdmissionRequest, Decision};
 
@@ -178,17 +178,26 @@ async fn admit(state: &AppState, webhook: Webhook, body: &[u8]) -> Response {
 }
 
 async fn decide(state: &AppState, webhook: Webhook, request: &AdmissionRequest) -> Decision {
-    // Resolved before reading the windows, so a slow lookup decides on fresh ones. The
+    // The namespace's labels only when a window active now selects namespaces. The
     // mutating webhook needs them too: a node-scoped window steers the pods it covers.
-    let namespace = state
-        .caches
-        .namespace_labels(request.namespace.as_deref())
-        .await;
-    let windows = state.caches.windows();
+    let mut now = Timestamp::now();
+    let mut windows = state.caches.windows();
+    let namespace = if decision::needs_namespace_labels(&windows, now) {
+        let labels = state
+            .caches
+            .namespace_labels(request.namespace.as_deref())
+            .await;
+        // A slow lookup decides on fresh windows, at the time it ended.
+        windows = state.caches.windows();
+        now = Timestamp::now();
+        labels
+    } else {
+        NamespaceLabels::NotLookedUp
+    };
     let context = Inputs {
         windows: &windows,
         namespace: &namespace,
-        now: Timestamp::now(),
+        now,
         recreation_users: &state.recreation_users,
     };
     match webhook {

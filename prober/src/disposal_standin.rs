@@ -119,9 +119,13 @@ pub async fn run(
 ) {
     let save_time = SignedDuration::try_from(save_time).unwrap_or(SignedDuration::ZERO);
     let pods: Api<Pod> = Api::all(client.clone());
+    // Served from the API server's watch cache (resourceVersion 0, "any"): a list without
+    // it is read from etcd, every pod of the cluster, each second, on every node. A second's
+    // staleness costs nothing here; the next poll sees what this one missed.
     let params = ListParams::default()
         .labels(&format!("{STANDIN_LABEL}=true"))
-        .fields(&format!("spec.nodeName={node}"));
+        .fields(&format!("spec.nodeName={node}"))
+        .match_any();
     // Pods answered by receipt, by UID; kept only while they are still listed, so it is
     // bounded by the pods on this node.
     let mut answered: HashSet<String> = HashSet::new();

@@ -17,7 +17,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use lifeguard_api::disposal;
 use lifeguard_api::names::POD_FINALIZER;
 
-use crate::workspace::plan::Settings;
+use crate::workspace::plan::{Settings, has_finalizer};
 
 /// What the sweep needs of a stopping pod.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,17 +45,11 @@ pub fn controlling_workspace(pod: &ObjectMeta) -> Option<&OwnerReference> {
         .find(|r| r.controller == Some(true) && r.kind == "Workspace")
 }
 
-pub fn holds_our_finalizer(meta: &ObjectMeta) -> bool {
-    meta.finalizers
-        .as_ref()
-        .is_some_and(|f| f.iter().any(|x| x == POD_FINALIZER))
-}
-
 impl StoppingPod {
     /// `Some` for a pod being deleted that holds our finalizer: the only pods the sweep may
     /// have to release.
     pub fn of(meta: &ObjectMeta) -> Option<Self> {
-        if !holds_our_finalizer(meta) {
+        if !has_finalizer(meta.finalizers.as_ref(), POD_FINALIZER) {
             return None;
         }
         let deleting_since = meta.deletion_timestamp.as_ref()?.0;

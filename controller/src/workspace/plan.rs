@@ -150,7 +150,7 @@ fn drained_by(ws: &Workspace) -> Option<&str> {
         .map(String::as_str)
 }
 
-fn has_finalizer(finalizers: Option<&Vec<String>>, name: &str) -> bool {
+pub(crate) fn has_finalizer(finalizers: Option<&Vec<String>>, name: &str) -> bool {
     finalizers.is_some_and(|f| f.iter().any(|x| x == name))
 }
 

@@ -149,6 +149,28 @@ pub async fn workspace_event_reasons(
     Ok(events.into_iter().map(|(reason, _)| reason).collect())
 }
 
+/// Waits until the Events about Workspace `name` include every one of `reasons`, and
+/// returns all their reasons, oldest first. The controller records an Event after the
+/// status write it reports, so a test that has just seen the status must wait for the
+/// Event, not read once.
+pub async fn wait_workspace_events(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    reasons: &[&str],
+) -> anyhow::Result<Vec<String>> {
+    let what = format!("Events {reasons:?} about workspace {ns}/{name}");
+    crate::wait::poll_until(&what, Duration::from_secs(60), || async {
+        let seen = workspace_event_reasons(client, ns, name).await?;
+        if reasons.iter().all(|r| seen.iter().any(|s| s == r)) {
+            Ok(Some(seen))
+        } else {
+            bail!("reasons so far: {seen:?}")
+        }
+    })
+    .await
+}
+
 /// The API server's requests so far (`apiserver_request_total`), summed over codes and
 /// callers, by `VERB resource` (`/subresource` where there is one): what a benchmark diffs
 /// to show which calls a phase cost.

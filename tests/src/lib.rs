@@ -21,7 +21,7 @@ mod workspace;
 pub use admissions::Admissions;
 pub use cluster::{
     BUSYBOX_IMAGE, LOCAL_KUBECONFIG, apiserver_requests, apply_crds, client, events_about,
-    node_name, workspace_event_reasons,
+    node_name, wait_workspace_events, workspace_event_reasons,
 };
 pub use components::{
     CONTROLLER_LEASE, Component, LIFEGUARD_NAMESPACE, arg_value, controller_leader,

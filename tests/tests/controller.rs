@@ -12,7 +12,7 @@ use lifeguard_api::maintenance::MaintenanceWindow;
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
     NAMESPACE_LABEL, Rejector, allow_pods, apply_crds, forbid_pods, node_name, unique_name,
-    wait_for, wait_gone, wait_window_enforced, with_namespace, workspace, workspace_event_reasons,
+    wait_for, wait_gone, wait_window_enforced, wait_workspace_events, with_namespace, workspace,
 };
 use serde_json::{Value, json};
 
@@ -68,7 +68,7 @@ async fn workspace_runs_with_a_finalized_pod() {
                 .contains(&"lifeguard.dev/disposal".to_string())
         );
         assert_eq!(
-            workspace_event_reasons(&client, &ns, "alice").await?,
+            wait_workspace_events(&client, &ns, "alice", &["PodCreated"]).await?,
             vec!["PodCreated"],
             "`kubectl describe workspace alice` says the pod was created"
         );
@@ -131,19 +131,14 @@ async fn rejected_pod_comes_back_with_the_same_name() {
                 .map(String::as_str),
             Some("1")
         );
-        let reasons = workspace_event_reasons(&client, &ns, "bob").await?;
-        for expected in [
+        let expected = [
             "PodCreated",
             "PodRejected",
             "PodReleased",
             "PodDeleted",
             "Recreating",
-        ] {
-            assert!(
-                reasons.iter().any(|r| r == expected),
-                "Event {expected} in {reasons:?}"
-            );
-        }
+        ];
+        wait_workspace_events(&client, &ns, "bob", &expected).await?;
         Ok(())
     })
     .await;

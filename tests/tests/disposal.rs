@@ -20,8 +20,7 @@ use lifeguard_api::workspace::condition::DISPOSAL_CONFIRMED;
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
     Component, LOCAL_KUBECONFIG, NAMESPACE_LABEL, controller_leader, kill_pod, metric_sum,
-    poll_until, unique_name, wait_for, wait_gone, with_namespace, workspace,
-    workspace_event_reasons,
+    poll_until, unique_name, wait_for, wait_gone, wait_workspace_events, with_namespace, workspace,
 };
 use serde_json::json;
 
@@ -170,11 +169,7 @@ async fn a_drain_waits_for_the_agent_to_confirm_the_work_is_saved() {
                 Some(("True".into(), "Saved".into()))
             );
             wait_for(&windows, &window, TIMEOUT, "Drained", drained).await?;
-            let reasons = workspace_event_reasons(&client, &ns, "mia").await?;
-            assert!(
-                reasons.iter().any(|r| r == "DisposalConfirmed"),
-                "{reasons:?}"
-            );
+            wait_workspace_events(&client, &ns, "mia", &["DisposalConfirmed"]).await?;
             anyhow::Ok(())
         }
         .await;
@@ -214,11 +209,7 @@ async fn an_agent_that_never_answers_is_waited_out_and_named() {
                 disposal_condition(&ws),
                 Some(("False".into(), "TimedOut".into()))
             );
-            let reasons = workspace_event_reasons(&client, &ns, "ned").await?;
-            assert!(
-                reasons.iter().any(|r| r == "DisposalTimedOut"),
-                "{reasons:?}"
-            );
+            wait_workspace_events(&client, &ns, "ned", &["DisposalTimedOut"]).await?;
             let series = r#"lifeguard_controller_disposals_unconfirmed_total{reason="timed_out"}"#;
             let counted = metric_sum(&client, Component::Controller, series).await?;
             assert!(counted >= 1.0, "{series} = {counted}");
@@ -364,11 +355,7 @@ async fn an_agent_without_pod_rights_answers_by_receipt_and_a_forged_receipt_is_
                 .ok_or_else(|| anyhow::anyhow!("pod without a UID"))?;
             forged.spec.pod_name = "ws-someone-else".into();
             agent_receipts.create(&PostParams::default(), &forged).await?;
-            poll_until("a DisposalReceiptIgnored Event", TIMEOUT, || async {
-                let reasons = workspace_event_reasons(&client, &ns, "rae").await?;
-                Ok(reasons.iter().any(|r| r == "DisposalReceiptIgnored").then_some(()))
-            })
-            .await?;
+            wait_workspace_events(&client, &ns, "rae", &["DisposalReceiptIgnored"]).await?;
             assert!(
                 pods.get_opt("ws-rae").await?.is_some(),
                 "a forged receipt released the pod"

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use anyhow::{Context as _, ensure};
+use anyhow::Context as _;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::{Client, ResourceExt};
@@ -15,8 +15,8 @@ use lifeguard_api::names::POD_FINALIZER;
 use lifeguard_api::workspace::condition;
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    SECOND_NODE, StoppedNode, poll_until, wait_for, wait_gone, wait_settled, with_namespace,
-    workspace, workspace_event_reasons,
+    SECOND_NODE, StoppedNode, poll_until, wait_for, wait_gone, wait_settled, wait_workspace_events,
+    with_namespace, workspace,
 };
 use serde_json::json;
 
@@ -81,11 +81,7 @@ async fn a_lost_node_is_reported_never_keeps_a_pod_and_its_workspaces_recover_or
                 node_lost(ws).is_some_and(|(s, r)| s == "True" && r == "NodeNotReady")
             })
             .await?;
-            let reasons = workspace_event_reasons(&client, &ns, name).await?;
-            ensure!(
-                reasons.iter().any(|r| r == "NodeLost"),
-                "no NodeLost Event for {name}: {reasons:?}"
-            );
+            wait_workspace_events(&client, &ns, name, &["NodeLost"]).await?;
         }
         println!(
             "NodeLost reported {:?} after the node stopped",
@@ -121,11 +117,7 @@ async fn a_lost_node_is_reported_never_keeps_a_pod_and_its_workspaces_recover_or
             running(ws) && node_lost(ws).is_some_and(|(s, r)| s == "False" && r == "NodeReady")
         })
         .await?;
-        let reasons = workspace_event_reasons(&client, &ns, "stays").await?;
-        ensure!(
-            reasons.iter().any(|r| r == "NodeRecovered"),
-            "no NodeRecovered Event: {reasons:?}"
-        );
+        wait_workspace_events(&client, &ns, "stays", &["NodeRecovered"]).await?;
         // The deleted one is stopped cleanly: its pod and the Workspace are gone.
         wait_gone(&pods, leaving_pod, TIMEOUT).await?;
         wait_gone(&workspaces, "leaves", TIMEOUT).await?;

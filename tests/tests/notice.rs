@@ -15,7 +15,7 @@ use lifeguard_api::notice::MaintenanceNotice;
 use lifeguard_api::workspace::condition::MAINTENANCE_SCHEDULED;
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    NAMESPACE_LABEL, poll_until, unique_name, wait_for, with_namespace, workspace_event_reasons,
+    NAMESPACE_LABEL, poll_until, unique_name, wait_for, wait_workspace_events, with_namespace,
 };
 use serde_json::json;
 
@@ -168,11 +168,7 @@ async fn announced_drained_withdrawn(
         message.contains(upgrade) && message.contains("e2e notice"),
         "{message}"
     );
-    let reasons = workspace_event_reasons(client, ns, "ivy").await?;
-    assert!(
-        reasons.iter().any(|r| r == "MaintenanceScheduled"),
-        "{reasons:?}"
-    );
+    wait_workspace_events(client, ns, "ivy", &["MaintenanceScheduled"]).await?;
     let pod = poll_until("ivy's pod annotated", TIMEOUT, || async {
         Ok(pods
             .get("ws-ivy")
@@ -244,11 +240,7 @@ async fn announced_drained_withdrawn(
             .filter(|p| pod_notice(p).is_none()))
     })
     .await?;
-    let reasons = workspace_event_reasons(client, ns, "kim").await?;
-    assert!(
-        reasons.iter().any(|r| r == "NoticeWithdrawn"),
-        "{reasons:?}"
-    );
+    wait_workspace_events(client, ns, "kim", &["NoticeWithdrawn"]).await?;
 
     // Drained when the occurrence opens, not before; the notice then goes with the workspace.
     let until_open = start.duration_since(Timestamp::now()).unsigned_abs();

@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    client, unique_name, wait_phase, with_namespace, workspace, workspace_event_reasons,
+    client, unique_name, wait_phase, wait_workspace_events, with_namespace, workspace,
 };
 use serde_json::json;
 
@@ -44,11 +44,7 @@ async fn a_workspace_in_kube_system_is_refused_and_gets_no_pod() -> anyhow::Resu
             pods.get_opt(&format!("ws-{name}")).await?.is_none(),
             "a pod was created in kube-system"
         );
-        let reasons = workspace_event_reasons(&client, "kube-system", &name).await?;
-        anyhow::ensure!(
-            reasons.iter().any(|r| r == "NamespaceRefused"),
-            "no NamespaceRefused Event: {reasons:?}"
-        );
+        wait_workspace_events(&client, "kube-system", &name, &["NamespaceRefused"]).await?;
         Ok(())
     }
     .await;
@@ -97,11 +93,7 @@ async fn a_workspace_pod_may_not_run_as_another_service_account() {
             pods.get_opt("ws-deployer").await?.is_none(),
             "a pod was created to run as the refused account"
         );
-        let reasons = workspace_event_reasons(&client, &ns, "deployer").await?;
-        anyhow::ensure!(
-            reasons.iter().any(|r| r == "ServiceAccountRefused"),
-            "no ServiceAccountRefused Event: {reasons:?}"
-        );
+        wait_workspace_events(&client, &ns, "deployer", &["ServiceAccountRefused"]).await?;
         // The namespace's default account is allowed: the other workspace runs.
         wait_phase(
             &workspaces,

@@ -15,8 +15,8 @@ use kube::api::{Api, DeleteParams, PostParams};
 use lifeguard_api::workspace::condition;
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    SECOND_NODE, StoppedNode, poll_until, wait_for, wait_gone, wait_settled, with_namespace,
-    workspace, workspace_event_reasons,
+    SECOND_NODE, StoppedNode, poll_until, wait_for, wait_gone, wait_settled, wait_workspace_events,
+    with_namespace, workspace,
 };
 use serde_json::json;
 
@@ -77,11 +77,7 @@ async fn an_image_that_can_never_be_pulled_fails_at_once_in_the_kubelets_words()
         // Its pod goes; the failed workspace gets no other.
         let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
         wait_gone(&pods, "ws-ghost", TIMEOUT).await?;
-        let reasons = workspace_event_reasons(&client, &ns, "ghost").await?;
-        ensure!(
-            reasons.iter().any(|r| r == "StartFailed"),
-            "no StartFailed Event: {reasons:?}"
-        );
+        wait_workspace_events(&client, &ns, "ghost", &["StartFailed"]).await?;
         Ok(())
     })
     .await;
@@ -258,11 +254,7 @@ async fn a_released_pod_the_kubelet_never_finishes_is_force_deleted() {
         wait_gone(&pods, "ws-orphan", Duration::from_secs(60)).await?;
         println!("stuck pod gone {:?} after the delete", deleted.elapsed());
         wait_gone(&api, "orphan", TIMEOUT).await?;
-        let reasons = workspace_event_reasons(&client, &ns, "orphan").await?;
-        ensure!(
-            reasons.iter().any(|r| r == "PodForceDeleted"),
-            "no PodForceDeleted Event: {reasons:?}"
-        );
+        wait_workspace_events(&client, &ns, "orphan", &["PodForceDeleted"]).await?;
         stopped.start()?;
         wait_settled(&client).await?;
         Ok(())

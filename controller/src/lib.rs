@@ -101,16 +101,30 @@ impl Context {
     }
 
     /// What both reconcilers do when one fails: count it by reason, say so, and look again
-    /// soon (at once, nearly, after a conflict: a fresh read resolves it).
+    /// soon (at once, nearly, after a conflict or a deletion: a fresh read resolves it).
     pub fn retry_after(&self, error: &Error, kind: &str, name: &str) -> Requeue {
-        self.metrics
-            .reconciles
-            .with_label_values(&[error.reason()])
-            .inc();
-        tracing::warn!(%kind, %name, %error, "reconcile failed; retrying");
-        let wait = if error.reason() == "conflict" { 1 } else { 5 };
-        Requeue::requeue(std::time::Duration::from_secs(wait))
+        let reason = error.reason();
+        self.metrics.reconciles.with_label_values(&[reason]).inc();
+        if reason == GONE {
+            // Deleted while the pass ran: the next read finds it gone and stops. Nothing
+            // failed that an operator could act on, so no warning.
+            tracing::debug!(%kind, %name, %error, "deleted during the reconcile; looking again");
+        } else {
+            tracing::warn!(%kind, %name, %error, "reconcile failed; retrying");
+        }
+        Requeue::requeue(retry_wait(reason))
     }
+}
+
+/// `Error::reason` of a call that met a 404: what it acted on was deleted meanwhile.
+const GONE: &str = "gone";
+
+/// How soon a failed reconcile looks again, by `Error::reason`.
+fn retry_wait(reason: &str) -> std::time::Duration {
+    std::time::Duration::from_secs(match reason {
+        "conflict" | GONE => 1,
+        _ => 5,
+    })
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -126,9 +140,14 @@ impl Error {
     pub fn reason(&self) -> &'static str {
         match self {
             Self::Kube(kube::Error::Api(s)) if s.code == 409 => "conflict",
+            Self::Kube(kube::Error::Api(s)) if s.code == 404 => GONE,
             Self::Kube(kube::Error::Api(_)) => "api_error",
             Self::Kube(_) => "transport",
             Self::NoNamespace => "no_namespace",
         }
     }
 }
+
+#[cfg(test)]
+#[path = "error_tests.rs"]
+mod error_tests;

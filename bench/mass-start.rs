@@ -14,13 +14,17 @@
 //! the time until every pod is Running; their ratio (lifeguard / direct, target >= 0.8);
 //! the leading controller's peak RSS during the lifeguard phase (sampled every 250 ms) and
 //! since it started (`VmHWM`); the API server's requests per pod in each phase, by verb and
-//! resource (`apiserver_request_total`), which shows what a start costs it. Then the mass drain (`mass_drain.rs`): a window draining
+//! resource (`apiserver_request_total`), which shows what a start costs it, and the CPU
+//! each of this machine's cluster and lifeguard processes spent per pod (`cpu_tally.rs`),
+//! which shows who spent the cores. Then the mass drain (`mass_drain.rs`): a window draining
 //! the N running workspaces against the N baseline pods deleted directly, both timed to the
 //! last pod gone. Last, in a second namespace, the mass drain with the disposal handshake
 //! on (`handshake_drain.rs`): N Workspaces with `confirmDisposal`, this bench answering as
 //! their backup agent; every one must be released only after its answer. `KEEP=1` leaves
 //! the namespaces behind.
 
+#[path = "cpu_tally.rs"]
+mod cpu_tally;
 #[path = "handshake_drain.rs"]
 mod handshake_drain;
 #[path = "mass_drain.rs"]
@@ -352,7 +356,9 @@ async fn handshake(
         "mass drain with the disposal handshake: {n} Workspaces with confirmDisposal, namespace {ns}"
     );
     let calls_before = lifeguard_e2e::apiserver_requests(client).await?;
+    let cpu = cpu_tally::Measure::start();
     let run = handshake_drain::run(client, ns, n, concurrency, pod_spec()).await?;
+    let cpu = cpu.report(n);
     let calls = calls_per_pod(&calls_before, client, n).await?;
     println!(
         "handshake drain: {n} Running after {:.1?}; a drain window, this bench answering as the backup agent: Drained after {:.1?}, all pods gone after {:.1?}; {} receipts, {} of {n} DisposalConfirmed=True (none released unconfirmed)",
@@ -366,6 +372,7 @@ async fn handshake(
         "API server requests per workspace, from the first create to the last pod gone: {}",
         calls.join(", ")
     );
+    println!("CPU per workspace, from the first create to the last pod gone: {cpu}");
     Ok(deleted)
 }
 
@@ -381,6 +388,7 @@ async fn run_both(
     let calls_before = lifeguard_e2e::apiserver_requests(client).await?;
     let seen = Arc::new(Mutex::new(Seen::default()));
     let watch = watch_pods(pods.clone(), seen.clone());
+    let cpu = cpu_tally::Measure::start();
     let direct = run_phase(n, concurrency, &seen, |i| {
         let pods = pods.clone();
         async move {
@@ -395,6 +403,7 @@ async fn run_both(
     })
     .await?;
     watch.abort();
+    let direct_cpu = cpu.report(n);
     let direct_calls = calls_per_pod(&calls_before, client, n).await?;
     println!(
         "direct:    {n} pods accepted in {:.1?}, {:.1} pods/s; all Running after {:.1?}",
@@ -403,7 +412,9 @@ async fn run_both(
         direct.all_running
     );
     let calls_before = lifeguard_e2e::apiserver_requests(client).await?;
+    let cpu = cpu_tally::Measure::start();
     let deleted = mass_drain::delete_directly(pods, concurrency).await?;
+    let delete_cpu = cpu.report(n);
     let delete_calls = calls_per_pod(&calls_before, client, n).await?;
 
     // lifeguard: N Workspaces; the controller creates their pods.
@@ -425,6 +436,7 @@ async fn run_both(
     let seen = Arc::new(Mutex::new(Seen::default()));
     let watch = watch_pods(pods.clone(), seen.clone());
     let workspaces: Api<Workspace> = Api::namespaced(client.clone(), ns);
+    let cpu = cpu_tally::Measure::start();
     let lifeguard = run_phase(n, concurrency, &seen, |i| {
         let workspaces = workspaces.clone();
         async move {
@@ -439,6 +451,7 @@ async fn run_both(
     .await?;
     watch.abort();
     sampler.abort();
+    let lifeguard_cpu = cpu.report(n);
     let lifeguard_calls = calls_per_pod(&calls_before, client, n).await?;
     let reconciles_after = lifeguard_e2e::reconciles_by_action(client).await?;
     let peak = *peak
@@ -468,13 +481,20 @@ async fn run_both(
     println!("  direct:    {}", direct_calls.join(", "));
     println!("  lifeguard: {}", lifeguard_calls.join(", "));
     println!(
+        "CPU per pod, from the first create to the last pod Running (this machine's processes by program; cores = CPU time / wall time):"
+    );
+    println!("  direct:    {direct_cpu}");
+    println!("  lifeguard: {lifeguard_cpu}");
+    println!(
         "controller RSS: {rss_before:.1} MiB before, peak {peak:.1} MiB during the start (sampled every 250 ms), peak since it started (VmHWM) {:.1} MiB",
         status_mib(pid, "VmHWM")?
     );
 
     let reconciles_before = lifeguard_e2e::reconciles_by_action(client).await?;
     let calls_before = lifeguard_e2e::apiserver_requests(client).await?;
+    let cpu = cpu_tally::Measure::start();
     let drain = mass_drain::drain_by_window(client, ns, n).await?;
+    let drain_cpu = cpu.report(n);
     let drain_calls = calls_per_pod(&calls_before, client, n).await?;
     let reconciles_after = lifeguard_e2e::reconciles_by_action(client).await?;
     println!(
@@ -497,5 +517,8 @@ async fn run_both(
         delete_calls.join(", ")
     );
     println!("  lifeguard: {}", drain_calls.join(", "));
+    println!("CPU per pod, from the first delete to the last pod gone:");
+    println!("  direct:    {delete_cpu}");
+    println!("  lifeguard: {drain_cpu}");
     Ok(deleted)
 }

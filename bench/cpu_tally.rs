@@ -1,0 +1,178 @@
+//! Where a phase's CPU went: user and system time of the cluster's and lifeguard's
+//! processes on this machine, read from `/proc/<pid>/stat` before and after the phase and
+//! grouped by program. With the API server's requests per pod beside it, this shows what
+//! bounds a phase: which process spent the cores, and how much of it per pod.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The programs tallied; any other process (this bench, the compiler, the shell) is not.
+/// `kubemark` is the hollow kubelets; `containerd` and `kubelet` the real nodes'.
+const PROGRAMS: [&str; 9] = [
+    "kube-apiserver",
+    "etcd",
+    "kube-scheduler",
+    "kube-controller-manager",
+    "kubemark",
+    "lifeguard-controller",
+    "lifeguard-webhook",
+    "kubelet",
+    "containerd",
+];
+
+/// CPU time (user + system) per program, summed over its processes, in clock ticks.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    ticks: BTreeMap<&'static str, u64>,
+}
+
+/// A phase being measured: its start and the CPU times then.
+pub struct Measure {
+    started: std::time::Instant,
+    before: Snapshot,
+}
+
+impl Measure {
+    pub fn start() -> Self {
+        Self {
+            started: std::time::Instant::now(),
+            before: snapshot(),
+        }
+    }
+
+    /// What each program spent since `start`, per pod of `n`.
+    pub fn report(&self, n: usize) -> String {
+        report(&self.before, &snapshot(), n, self.started.elapsed())
+    }
+}
+
+/// Reads every process's CPU time now. A process that exits between the listing and the
+/// read is skipped; one that exits during the phase drops its ticks (none of these should).
+pub fn snapshot() -> Snapshot {
+    let mut ticks = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Snapshot { ticks };
+    };
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().parse::<u32>().is_err() {
+            continue;
+        }
+        let Some(program) = program_of(&entry.path()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        if let Some(used) = cpu_ticks(&stat) {
+            *ticks.entry(program).or_insert(0) += used;
+        }
+    }
+    Snapshot { ticks }
+}
+
+fn program_of(proc_dir: &std::path::Path) -> Option<&'static str> {
+    let cmdline = std::fs::read(proc_dir.join("cmdline")).ok()?;
+    let first = cmdline.split(|b| *b == 0).next()?;
+    let base = first.rsplit(|b| *b == b'/').next()?;
+    PROGRAMS.into_iter().find(|p| p.as_bytes() == base)
+}
+
+/// utime + stime of one `/proc/<pid>/stat` line. The command name (field 2) may hold
+/// spaces and parentheses, so fields are counted from the last `)`.
+fn cpu_ticks(stat: &str) -> Option<u64> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(utime + stime)
+}
+
+fn ticks_per_second() -> f64 {
+    std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+/// The CPU each program spent between two snapshots: milliseconds per pod and cores used
+/// over `wall`, busiest first, then the total.
+pub fn report(before: &Snapshot, after: &Snapshot, n: usize, wall: Duration) -> String {
+    render(before, after, n, wall, ticks_per_second())
+}
+
+fn render(
+    before: &Snapshot,
+    after: &Snapshot,
+    n: usize,
+    wall: Duration,
+    per_second: f64,
+) -> String {
+    let mut spent: Vec<(&str, f64)> = after
+        .ticks
+        .iter()
+        .map(|(program, t)| {
+            let was = before.ticks.get(program).copied().unwrap_or(0);
+            (*program, t.saturating_sub(was) as f64 / per_second)
+        })
+        .filter(|(_, seconds)| *seconds > 0.0)
+        .collect();
+    spent.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let total: f64 = spent.iter().map(|(_, s)| s).sum();
+    let wall = wall.as_secs_f64().max(f64::EPSILON);
+    let mut parts: Vec<String> = spent
+        .into_iter()
+        .map(|(program, seconds)| {
+            format!(
+                "{program} {:.1} ms/pod ({:.2} cores)",
+                seconds * 1000.0 / n as f64,
+                seconds / wall
+            )
+        })
+        .collect();
+    parts.push(format!(
+        "total {:.1} ms/pod ({:.2} cores over {wall:.1} s)",
+        total * 1000.0 / n as f64,
+        total / wall
+    ));
+    parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_time_is_read_past_a_command_name_with_spaces_and_parentheses() {
+        let stat =
+            "4242 (kube (api) server) S 1 4242 4242 0 -1 4194560 1 0 0 0 250 75 0 0 20 0 9 0 1 2 3";
+        assert_eq!(cpu_ticks(stat), Some(325));
+        assert_eq!(cpu_ticks("4242 (truncated"), None);
+        assert_eq!(cpu_ticks("4242 (x) S 1 2"), None);
+    }
+
+    #[test]
+    fn the_report_counts_only_what_was_spent_between_the_snapshots() {
+        let before = Snapshot {
+            ticks: BTreeMap::from([("etcd", 100), ("kube-apiserver", 1_000)]),
+        };
+        let after = Snapshot {
+            ticks: BTreeMap::from([("etcd", 100), ("kube-apiserver", 1_000 + 20 * 100)]),
+        };
+        let text = render(&before, &after, 1_000, Duration::from_secs(10), 100.0);
+        assert!(
+            text.starts_with("kube-apiserver 20.0 ms/pod (2.00 cores)"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("etcd"),
+            "nothing spent, nothing shown: {text}"
+        );
+        assert!(
+            text.ends_with("total 20.0 ms/pod (2.00 cores over 10.0 s)"),
+            "{text}"
+        );
+    }
+}

@@ -163,6 +163,30 @@ pub async fn controller_leader(client: &Client) -> anyhow::Result<Option<String>
         .and_then(|s| s.holder_identity))
 }
 
+/// The two Ready replicas as (leader, standby), once the Lease names one of them. After a
+/// leader is killed the Lease names the dead pod until it expires: a test that kills or
+/// stops "the leader" picks it here, not from the Lease alone.
+pub async fn leader_and_standby(client: &Client) -> anyhow::Result<(Pod, Pod)> {
+    let pods = &wait_ready_pods(client, Component::Controller, 2, Duration::from_secs(120)).await?;
+    poll_until(
+        "a Ready replica holds the Lease",
+        Duration::from_secs(60),
+        || async move {
+            let holder = controller_leader(client).await?;
+            let Some(holder) = holder else {
+                return Ok(None);
+            };
+            let (leader, standby): (Vec<&Pod>, Vec<&Pod>) =
+                pods.iter().partition(|p| p.name_any() == holder);
+            Ok(match (leader.first(), standby.first()) {
+                (Some(l), Some(s)) => Some(((*l).clone(), (*s).clone())),
+                _ => None,
+            })
+        },
+    )
+    .await
+}
+
 /// Whether the pod's own metrics say it leads.
 pub fn pod_says_it_leads(pod: &Pod) -> bool {
     ops_url(pod, Component::Controller)

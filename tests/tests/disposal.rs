@@ -11,16 +11,17 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
-use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::{Client, ResourceExt};
 use lifeguard_api::maintenance::MaintenanceWindow;
 use lifeguard_api::names::{DISPOSAL_CONFIRMATION_ANNOTATION, DISPOSAL_RESULT_ANNOTATION};
 use lifeguard_api::receipt::{self, DisposalReceipt, ReceiptResult};
 use lifeguard_api::workspace::condition::DISPOSAL_CONFIRMED;
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    Component, LOCAL_KUBECONFIG, NAMESPACE_LABEL, controller_leader, kill_pod, metric_sum,
-    poll_until, unique_name, wait_for, wait_gone, wait_workspace_events, with_namespace, workspace,
+    Component, LOCAL_KUBECONFIG, NAMESPACE_LABEL, controller_leader, kill_pod, leader_and_standby,
+    metric_sum, poll_until, unique_name, wait_for, wait_gone, wait_workspace_events,
+    with_namespace, workspace,
 };
 use serde_json::json;
 
@@ -253,9 +254,9 @@ async fn a_controller_killed_during_the_wait_loses_nothing() {
         let window = drain(&client, &ns).await?;
         let outcome = async {
             stopped_but_kept(&pods, "ws-ola").await?;
-            let leader = controller_leader(&client)
-                .await?
-                .ok_or_else(|| anyhow::anyhow!("no controller leads"))?;
+            // A Ready replica that holds the Lease: an earlier test's kill may have left the
+            // Lease naming a dead pod until it expires.
+            let leader = leader_and_standby(&client).await?.0.name_any();
             kill_pod(&client, &leader).await?;
             // The agent answers while no controller may be leading.
             answer(&pods, "ws-ola", "saved").await?;

@@ -9,41 +9,18 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, PostParams};
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    Component, apply_crds, controller_leader, http_get, kill_pod, metric_value, ops_url,
-    pod_says_it_leads, poll_until, ready_pods, stop_pod, wait_for, wait_ready_pods, with_namespace,
-    workspace,
+    Component, apply_crds, controller_leader, http_get, kill_pod, leader_and_standby, metric_value,
+    ops_url, pod_says_it_leads, poll_until, ready_pods, stop_pod, wait_for, wait_ready_pods,
+    with_namespace, workspace,
 };
 
 /// The controller's `--lease-seconds` default, which the install keeps.
 const LEASE: Duration = Duration::from_secs(15);
-
-/// The two Ready replicas as (leader, standby), once the Lease names one of them.
-async fn leader_and_standby(client: &Client) -> anyhow::Result<(Pod, Pod)> {
-    let pods = &wait_ready_pods(client, Component::Controller, 2, Duration::from_secs(120)).await?;
-    poll_until(
-        "a Ready replica holds the Lease",
-        Duration::from_secs(60),
-        || async move {
-            let holder = controller_leader(client).await?;
-            let Some(holder) = holder else {
-                return Ok(None);
-            };
-            let (leader, standby): (Vec<&Pod>, Vec<&Pod>) =
-                pods.iter().partition(|p| p.name_any() == holder);
-            Ok(match (leader.first(), standby.first()) {
-                (Some(l), Some(s)) => Some(((*l).clone(), (*s).clone())),
-                _ => None,
-            })
-        },
-    )
-    .await
-}
 
 /// Waits until a Ready replica other than `gone` holds the Lease and its metrics say it
 /// leads (the standby, or the Deployment's replacement if it was quicker); returns who and

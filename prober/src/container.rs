@@ -161,9 +161,14 @@ impl ContainerProbe {
 
     /// Deletes this node's throwaway pods past their expiry; returns how many.
     pub async fn sweep(&self, now_unix: i64) -> Result<u32, String> {
+        // Served from the API server's watch cache (resourceVersion 0, "any"): without it,
+        // each node's prober read every pod of its namespace (one prober per node, so the
+        // whole fleet's) from etcd every interval. Only pods past their expiry are reaped,
+        // so a pod a stale cache misses is one too young to reap anyway.
         let params = ListParams::default()
             .labels(&probe_pod::selector())
-            .fields(&format!("spec.nodeName={}", self.node));
+            .fields(&format!("spec.nodeName={}", self.node))
+            .match_any();
         let list = tokio::time::timeout(self.deadline, self.api.list(&params))
             .await
             .map_err(|_| "API server did not answer the list".to_string())?

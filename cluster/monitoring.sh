@@ -20,16 +20,15 @@ scrape_job() {
 YAML
 }
 
-# write_targets JOB APP PORT: the Running pods of APP as a file_sd target list.
-write_targets() {
-  local job=$1 app=$2 port=$3 out="$LG_PROMETHEUS_DIR/targets/$1.json" lines sep="" ip node pod
-  lines=$(kubectl --kubeconfig "$LG_KUBECONFIG" -n lifeguard-system get pods -l "app.kubernetes.io/name=$app" \
-    --field-selector=status.phase=Running \
-    -o jsonpath='{range .items[*]}{.status.podIP} {.spec.nodeName} {.metadata.name}{"\n"}{end}' 2>/dev/null) || return 0
+# write_job JOB APP PORT LINES: APP's pods among LINES ("app ip node pod" each) as JOB's
+# file_sd target list.
+write_job() {
+  local job=$1 app=$2 port=$3 lines=$4 sep="" name ip node pod
+  local out="$LG_PROMETHEUS_DIR/targets/$job.json"
   {
     printf '['
-    while read -r ip node pod; do
-      [ -n "$ip" ] || continue
+    while read -r name ip node pod; do
+      [ "$name" = "$app" ] && [ -n "$ip" ] || continue
       printf '%s{"targets": ["%s:%s"], "labels": {"node": "%s", "pod": "%s"}}' "$sep" "$ip" "$port" "$node" "$pod"
       sep=,
     done <<<"$lines"
@@ -37,11 +36,23 @@ write_targets() {
   } >"$out.tmp" && mv "$out.tmp" "$out"
 }
 
+# write_targets: the Running pods of the three components, from one list of
+# lifeguard-system's pods. Each such list is read from etcd; one per component every 2 s
+# was most of the pod reads an idle local cluster made (docs/benchmarks.md).
+write_targets() {
+  local lines
+  lines=$(kubectl --kubeconfig "$LG_KUBECONFIG" -n lifeguard-system get pods \
+    -l 'app.kubernetes.io/name in (lifeguard-webhook,lifeguard-controller,lifeguard-workspace-node)' \
+    --field-selector=status.phase=Running \
+    -o jsonpath='{range .items[*]}{.metadata.labels.app\.kubernetes\.io/name} {.status.podIP} {.spec.nodeName} {.metadata.name}{"\n"}{end}' 2>/dev/null) || return 0
+  write_job lifeguard-webhook lifeguard-webhook 8080 "$lines"
+  write_job lifeguard-controller lifeguard-controller 8080 "$lines"
+  write_job lifeguard-prober lifeguard-workspace-node 8089 "$lines"
+}
+
 refresh_targets_forever() {
   while true; do
-    write_targets lifeguard-webhook lifeguard-webhook 8080
-    write_targets lifeguard-controller lifeguard-controller 8080
-    write_targets lifeguard-prober lifeguard-workspace-node 8089
+    write_targets
     sleep 2
   done
 }
@@ -81,7 +92,7 @@ start_prometheus() {
   mkdir -p "$LG_PROMETHEUS_DIR/data" "$LG_PROMETHEUS_DIR/targets"
   prometheus_config >"$LG_PROMETHEUS_DIR/prometheus.yml"
   stop_process lifeguard-prometheus-targets
-  start lifeguard-prometheus-targets bash -c "$(declare -f write_targets refresh_targets_forever); LG_KUBECONFIG='$LG_KUBECONFIG' LG_PROMETHEUS_DIR='$LG_PROMETHEUS_DIR' refresh_targets_forever"
+  start lifeguard-prometheus-targets bash -c "$(declare -f write_job write_targets refresh_targets_forever); LG_KUBECONFIG='$LG_KUBECONFIG' LG_PROMETHEUS_DIR='$LG_PROMETHEUS_DIR' refresh_targets_forever"
   promtool check config "$LG_PROMETHEUS_DIR/prometheus.yml" >>"$LG_LOGS/lifeguard-prometheus.log" 2>&1 ||
     die "the Prometheus configuration is invalid" "$LG_LOGS/lifeguard-prometheus.log"
   # Named lifeguard-* so that 'lifeguard-cluster down' stops it with lifeguard.

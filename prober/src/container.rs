@@ -162,9 +162,9 @@ impl ContainerProbe {
     /// Deletes this node's throwaway pods past their expiry; returns how many.
     pub async fn sweep(&self, now_unix: i64) -> Result<u32, String> {
         // Served from the API server's watch cache (resourceVersion 0, "any"): without it,
-        // each node's prober read every pod of its namespace (one prober per node, so the
-        // whole fleet's) from etcd every interval. Only pods past their expiry are reaped,
-        // so a pod a stale cache misses is one too young to reap anyway.
+        // each node's prober read every pod of the probe namespace (the whole fleet's probe
+        // pods) from etcd every interval. Only pods past their expiry are reaped, so a pod a
+        // stale cache misses is one too young to reap anyway.
         let params = ListParams::default()
             .labels(&probe_pod::selector())
             .fields(&format!("spec.nodeName={}", self.node))

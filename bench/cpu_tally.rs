@@ -22,7 +22,7 @@ const PROGRAMS: [&str; 9] = [
 
 /// CPU time (user + system) per program, summed over its processes, in clock ticks.
 #[derive(Debug, Clone, Default)]
-pub struct Snapshot {
+struct Snapshot {
     ticks: BTreeMap<&'static str, u64>,
 }
 
@@ -40,15 +40,17 @@ impl Measure {
         }
     }
 
-    /// What each program spent since `start`, per pod of `n`.
+    /// What each program spent since `start`, per pod of `n`: milliseconds per pod and
+    /// cores used, busiest first, then the total.
     pub fn report(&self, n: usize) -> String {
-        report(&self.before, &snapshot(), n, self.started.elapsed())
+        let wall = self.started.elapsed();
+        render(&self.before, &snapshot(), n, wall, ticks_per_second())
     }
 }
 
 /// Reads every process's CPU time now. A process that exits between the listing and the
 /// read is skipped; one that exits during the phase drops its ticks (none of these should).
-pub fn snapshot() -> Snapshot {
+fn snapshot() -> Snapshot {
     let mut ticks = BTreeMap::new();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Snapshot { ticks };
@@ -97,12 +99,8 @@ fn ticks_per_second() -> f64 {
         .unwrap_or(100.0)
 }
 
-/// The CPU each program spent between two snapshots: milliseconds per pod and cores used
-/// over `wall`, busiest first, then the total.
-pub fn report(before: &Snapshot, after: &Snapshot, n: usize, wall: Duration) -> String {
-    render(before, after, n, wall, ticks_per_second())
-}
-
+/// The CPU each program spent between two snapshots, `per_second` ticks to a second:
+/// milliseconds per pod and cores used over `wall`, busiest first, then the total.
 fn render(
     before: &Snapshot,
     after: &Snapshot,

@@ -20,10 +20,22 @@ const PROGRAMS: [&str; 9] = [
     "containerd",
 ];
 
-/// CPU time (user + system) per program, summed over its processes, in clock ticks.
+/// CPU time (user + system) per program, summed over its processes, in clock ticks, and
+/// the whole machine's.
 #[derive(Debug, Clone, Default)]
 struct Snapshot {
     ticks: BTreeMap<&'static str, u64>,
+    machine: Option<MachineTicks>,
+}
+
+/// The first line of `/proc/stat`, summed over every core, in clock ticks: the time the
+/// cores were busy (any process, the bench and the kernel included) and the time the
+/// hypervisor gave to other machines. Whether the machine had cores to spare is what tells
+/// a bound by CPU from a bound by waiting.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct MachineTicks {
+    busy: u64,
+    stolen: u64,
 }
 
 /// A phase being measured: its start and the CPU times then.
@@ -52,8 +64,11 @@ impl Measure {
 /// read is skipped; one that exits during the phase drops its ticks (none of these should).
 fn snapshot() -> Snapshot {
     let mut ticks = BTreeMap::new();
+    let machine = std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|stat| machine_ticks(&stat));
     let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Snapshot { ticks };
+        return Snapshot { ticks, machine };
     };
     for entry in entries.flatten() {
         if entry.file_name().to_string_lossy().parse::<u32>().is_err() {
@@ -69,7 +84,27 @@ fn snapshot() -> Snapshot {
             *ticks.entry(program).or_insert(0) += used;
         }
     }
-    Snapshot { ticks }
+    Snapshot { ticks, machine }
+}
+
+/// Busy and stolen ticks from `/proc/stat`'s `cpu` line (user nice system idle iowait irq
+/// softirq steal ...): busy is user + nice + system + irq + softirq; guest time is already
+/// inside user.
+fn machine_ticks(stat: &str) -> Option<MachineTicks> {
+    let line = stat.lines().next()?;
+    let mut fields = line.split_whitespace();
+    if fields.next()? != "cpu" {
+        return None;
+    }
+    let values: Vec<u64> = fields
+        .take(8)
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    let [user, nice, system, _idle, _iowait, irq, softirq, steal] = values.try_into().ok()?;
+    Some(MachineTicks {
+        busy: user + nice + system + irq + softirq,
+        stolen: steal,
+    })
 }
 
 fn program_of(proc_dir: &std::path::Path) -> Option<&'static str> {
@@ -135,6 +170,15 @@ fn render(
         total * 1000.0 / n as f64,
         total / wall
     ));
+    if let (Some(was), Some(now)) = (before.machine, after.machine) {
+        let cores = |ticks: u64| ticks as f64 / per_second / wall;
+        parts.push(format!(
+            "the whole machine {:.2} cores busy of {}, {:.2} stolen",
+            cores(now.busy.saturating_sub(was.busy)),
+            std::thread::available_parallelism().map_or(0, |c| c.get()),
+            cores(now.stolen.saturating_sub(was.stolen)),
+        ));
+    }
     parts.join(", ")
 }
 
@@ -155,9 +199,17 @@ mod tests {
     fn the_report_counts_only_what_was_spent_between_the_snapshots() {
         let before = Snapshot {
             ticks: BTreeMap::from([("etcd", 100), ("kube-apiserver", 1_000)]),
+            machine: Some(MachineTicks {
+                busy: 5_000,
+                stolen: 10,
+            }),
         };
         let after = Snapshot {
             ticks: BTreeMap::from([("etcd", 100), ("kube-apiserver", 1_000 + 20 * 100)]),
+            machine: Some(MachineTicks {
+                busy: 5_000 + 19 * 100,
+                stolen: 10 + 50,
+            }),
         };
         let text = render(&before, &after, 1_000, Duration::from_secs(10), 100.0);
         assert!(
@@ -169,8 +221,29 @@ mod tests {
             "nothing spent, nothing shown: {text}"
         );
         assert!(
-            text.ends_with("total 20.0 ms/pod (2.00 cores over 10.0 s)"),
+            text.contains(", total 20.0 ms/pod (2.00 cores over 10.0 s), "),
             "{text}"
         );
+        assert!(
+            text.contains("the whole machine 1.90 cores busy of ")
+                && text.ends_with(", 0.05 stolen"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_machine_line_is_read_from_proc_stat() {
+        let stat =
+            "cpu  4705 150 1120 16250 520 30 25 40 0 0\ncpu0 2000 75 560 8000 260 15 12 20 0 0\n";
+        assert_eq!(
+            machine_ticks(stat),
+            Some(MachineTicks {
+                busy: 4705 + 150 + 1120 + 30 + 25,
+                stolen: 40
+            })
+        );
+        assert_eq!(machine_ticks("cpu0 1 2 3 4 5 6 7 8\n"), None, "not the sum");
+        assert_eq!(machine_ticks("cpu  1 2 3\n"), None, "too short");
+        assert_eq!(machine_ticks(""), None);
     }
 }

@@ -105,6 +105,10 @@ struct Phase {
     pods_created: Duration,
     /// From the first create to the last pod Running.
     all_running: Duration,
+    /// The CPU report (`cpu_tally`) from the first create until the watch had seen every
+    /// pod (within the 250 ms it polls at): what the creates themselves cost, apart from the
+    /// kubelets' work that follows them.
+    cpu_while_creating: String,
 }
 
 impl Phase {
@@ -126,6 +130,7 @@ async fn run_phase<F, Fut>(
     n: usize,
     concurrency: usize,
     seen: &Arc<Mutex<Seen>>,
+    cpu: &cpu_tally::Measure,
     create: F,
 ) -> anyhow::Result<Phase>
 where
@@ -166,10 +171,18 @@ where
     }
     let submitted = started.elapsed();
     let last = |times: &HashMap<String, Instant>| times.values().max().copied();
+    let cpu_while_creating = Mutex::new(None);
+    let cpu_while_creating_ref = &cpu_while_creating;
     let (created, running) = poll_until(&format!("{n} pods Running"), PHASE_TIMEOUT, || async {
         let seen = seen
             .lock()
             .map_err(|_| anyhow::anyhow!("watch task panicked"))?;
+        if seen.created.len() >= n
+            && let Ok(mut report) = cpu_while_creating_ref.lock()
+            && report.is_none()
+        {
+            *report = Some(cpu.report(n));
+        }
         if seen.running.len() < n {
             anyhow::bail!(
                 "{} pods seen, {} Running",
@@ -180,10 +193,16 @@ where
         Ok(last(&seen.created).zip(last(&seen.running)))
     })
     .await?;
+    let cpu_while_creating = cpu_while_creating
+        .into_inner()
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| cpu.report(n));
     Ok(Phase {
         submitted,
         pods_created: created.saturating_duration_since(started),
         all_running: running.saturating_duration_since(started),
+        cpu_while_creating,
     })
 }
 
@@ -389,7 +408,7 @@ async fn run_both(
     let seen = Arc::new(Mutex::new(Seen::default()));
     let watch = watch_pods(pods.clone(), seen.clone());
     let cpu = cpu_tally::Measure::start();
-    let direct = run_phase(n, concurrency, &seen, |i| {
+    let direct = run_phase(n, concurrency, &seen, &cpu, |i| {
         let pods = pods.clone();
         async move {
             let name = format!("direct-{i:05}");
@@ -437,7 +456,7 @@ async fn run_both(
     let watch = watch_pods(pods.clone(), seen.clone());
     let workspaces: Api<Workspace> = Api::namespaced(client.clone(), ns);
     let cpu = cpu_tally::Measure::start();
-    let lifeguard = run_phase(n, concurrency, &seen, |i| {
+    let lifeguard = run_phase(n, concurrency, &seen, &cpu, |i| {
         let workspaces = workspaces.clone();
         async move {
             let ws: Workspace = serde_json::from_value(json!({
@@ -485,6 +504,9 @@ async fn run_both(
     );
     println!("  direct:    {direct_cpu}");
     println!("  lifeguard: {lifeguard_cpu}");
+    println!("CPU per pod, from the first create to the last pod seen (the creates themselves):");
+    println!("  direct:    {}", direct.cpu_while_creating);
+    println!("  lifeguard: {}", lifeguard.cpu_while_creating);
     println!(
         "controller RSS: {rss_before:.1} MiB before, peak {peak:.1} MiB during the start (sampled every 250 ms), peak since it started (VmHWM) {:.1} MiB",
         status_mib(pid, "VmHWM")?

@@ -41,6 +41,7 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use lifeguard_api::Workspace;
+use lifeguard_api::names::CONTROLLER_DEFAULT_CONCURRENCY;
 use lifeguard_e2e::{BUSYBOX_IMAGE, poll_until, unique_name};
 use serde_json::{Value, json};
 
@@ -63,6 +64,31 @@ fn pod_spec() -> Value {
                         "command": ["sleep", "infinity"],
                         "resources": {"requests": {"cpu": "1m", "memory": "1Mi"}}}]
     })
+}
+
+/// The `--concurrency` the controller's pod runs with: its `--concurrency` argument, else
+/// its `LIFEGUARD_CONCURRENCY` variable, else the default. `None` if that is not a number.
+fn controller_concurrency(pod: &Pod) -> Option<usize> {
+    let container = pod
+        .spec
+        .as_ref()?
+        .containers
+        .iter()
+        .find(|c| c.name == "controller")
+        .or_else(|| pod.spec.as_ref()?.containers.first())?;
+    let from_env = || {
+        container
+            .env
+            .as_deref()?
+            .iter()
+            .rfind(|v| v.name == "LIFEGUARD_CONCURRENCY")?
+            .value
+            .clone()
+    };
+    match lifeguard_e2e::arg_value(container, "--concurrency").or_else(from_env) {
+        Some(value) => value.parse().ok(),
+        None => Some(CONTROLLER_DEFAULT_CONCURRENCY.into()),
+    }
 }
 
 /// When the watch first saw each pod, and first saw it Running.
@@ -306,12 +332,24 @@ async fn main() -> anyhow::Result<()> {
         .await?
         .context("no controller holds the Lease")?;
     let pid = lifeguard_e2e::local_pid(&leader, "lifeguard-controller")?;
+    // The baseline is a client with the controller's concurrency; any other is no
+    // comparison.
+    let leader_pod = Api::<Pod>::namespaced(client.clone(), lifeguard_e2e::LIFEGUARD_NAMESPACE)
+        .get(&leader)
+        .await?;
+    let controller = controller_concurrency(&leader_pod);
+    anyhow::ensure!(
+        controller == Some(concurrency),
+        "the leading controller {leader} runs with --concurrency {controller:?}, this run asks for \
+         {concurrency}: pass its value, or set it (`kubectl -n lifeguard-system set env \
+         deploy/lifeguard-controller LIFEGUARD_CONCURRENCY={concurrency}`)"
+    );
 
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let ns = unique_name("bench-mass-start");
     create_namespace(&client, &ns).await?;
     println!(
-        "mass start: N = {n}, concurrency {concurrency}, {hollow} hollow nodes, namespace {ns}"
+        "mass start: N = {n}, concurrency {concurrency} (the controller's and this client's), {hollow} hollow nodes, namespace {ns}"
     );
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     let mut result = run_both(&client, &ns, &pods, n, concurrency, pid).await;
@@ -543,4 +581,47 @@ async fn run_both(
     println!("  direct:    {delete_cpu}");
     println!("  lifeguard: {drain_cpu}");
     Ok(deleted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn controller_pod(args: &[&str], env: &[(&str, &str)]) -> Pod {
+        serde_json::from_value(json!({
+            "spec": {"containers": [{
+                "name": "controller",
+                "args": args,
+                "env": env.iter().map(|(k, v)| json!({"name": k, "value": v})).collect::<Vec<_>>(),
+            }]}
+        }))
+        .unwrap_or_default()
+    }
+
+    #[test]
+    fn the_controllers_concurrency_is_read_as_its_flags_are() {
+        let default = usize::from(CONTROLLER_DEFAULT_CONCURRENCY);
+        type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], Option<usize>);
+        let cases: [Case; 6] = [
+            (&[], &[], Some(default)),
+            (&["--concurrency=64"], &[], Some(64)),
+            (&["--concurrency", "32"], &[], Some(32)),
+            (&[], &[("LIFEGUARD_CONCURRENCY", "48")], Some(48)),
+            // The flag wins over the variable, as clap reads them.
+            (
+                &["--concurrency=8"],
+                &[("LIFEGUARD_CONCURRENCY", "48")],
+                Some(8),
+            ),
+            (&[], &[("LIFEGUARD_CONCURRENCY", "many")], None),
+        ];
+        for (args, env, want) in cases {
+            assert_eq!(
+                controller_concurrency(&controller_pod(args, env)),
+                want,
+                "{args:?} {env:?}"
+            );
+        }
+        assert_eq!(controller_concurrency(&Pod::default()), None, "no spec");
+    }
 }

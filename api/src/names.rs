@@ -88,6 +88,10 @@ pub const NODE_TAINT_KEY: &str = "lifeguard.dev/unhealthy";
 /// workspaces until its prober's first healthy verdict removes both.
 pub const NODE_UNPROVEN_KEY: &str = "lifeguard.dev/unproven";
 
+/// The controller's `--concurrency` default: Workspaces reconciled at the same time. The
+/// mass-start bench compares the controller with a client making as many requests at once.
+pub const CONTROLLER_DEFAULT_CONCURRENCY: u16 = 16;
+
 /// The DNS domain that prefixes every label and annotation key lifeguard owns.
 pub const KEY_DOMAIN: &str = GROUP;
 

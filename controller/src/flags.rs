@@ -83,7 +83,7 @@ pub struct Config {
     #[arg(long, env = "LIFEGUARD_SWEEP_INTERVAL", default_value = "1m", value_parser = parse_duration)]
     pub sweep_interval: SignedDuration,
     /// Workspaces reconciled at the same time.
-    #[arg(long, env = "LIFEGUARD_CONCURRENCY", default_value_t = 16)]
+    #[arg(long, env = "LIFEGUARD_CONCURRENCY", default_value_t = lifeguard_api::names::CONTROLLER_DEFAULT_CONCURRENCY)]
     pub concurrency: u16,
     /// Plain-HTTP address for /healthz, /readyz and /metrics.
     #[arg(

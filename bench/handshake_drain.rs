@@ -114,6 +114,24 @@ fn spawn_agent(
     })
 }
 
+/// `reason count` of the `DisposalConfirmed` conditions (`none` where there is none).
+fn tally_outcomes(workspaces: &[&Workspace]) -> String {
+    let mut counts = std::collections::BTreeMap::<&str, usize>::new();
+    for ws in workspaces {
+        let reason = ws
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.iter().find(|c| c.type_ == DISPOSAL_CONFIRMED))
+            .map_or("none", |c| c.reason.as_str());
+        *counts.entry(reason).or_default() += 1;
+    }
+    counts
+        .into_iter()
+        .map(|(reason, count)| format!("{reason} {count}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn confirmed(ws: &Workspace) -> bool {
     ws.status.as_ref().is_some_and(|s| {
         s.conditions
@@ -164,16 +182,22 @@ pub async fn run(
     }
     let drain = drain?;
     let listed = workspaces.list(&ListParams::default()).await?.items;
-    let unconfirmed: Vec<&str> = listed
-        .iter()
-        .filter(|w| !confirmed(w))
-        .filter_map(|w| w.metadata.name.as_deref())
-        .collect();
+    let unconfirmed: Vec<&Workspace> = listed.iter().filter(|w| !confirmed(w)).collect();
     anyhow::ensure!(
         unconfirmed.is_empty(),
-        "{} of {n} workspaces were released without the agent's confirmation: {:?}",
+        "{} of {n} workspaces were released without the agent's confirmation, by the outcome \
+         recorded ({}); the first: {:?}. `TimedOut` means no receipt came within the \
+         controller's --disposal-confirm-timeout after the pod's deletion time (40s in the \
+         local overlay): the agent answers only once the kubelet reports the containers \
+         stopped, so a drain that deletes faster than the hollow kubelets stop pods runs \
+         past it",
         unconfirmed.len(),
-        &unconfirmed[..unconfirmed.len().min(10)]
+        tally_outcomes(&unconfirmed),
+        unconfirmed
+            .iter()
+            .take(10)
+            .filter_map(|w| w.metadata.name.as_deref())
+            .collect::<Vec<_>>()
     );
     Ok(HandshakeDrain {
         all_running,

@@ -38,7 +38,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use kube::runtime::controller::Action as Requeue;
-use kube::runtime::events::Reporter;
+use lifeguard_runtime::background_events::BackgroundEvents;
 
 use crate::metrics::Metrics;
 use crate::nodes::NodeStore;
@@ -57,8 +57,9 @@ pub struct Context {
     /// Namespace labels, for windows' `namespaceSelector`s (`namespaces`).
     pub namespaces: namespaces::NamespaceCache,
     pub settings: Settings,
-    /// Names this replica in Events (`lifeguard_runtime::events`).
-    pub reporter: Reporter,
+    /// Publishes Events as this replica, beside the reconciles rather than in their way
+    /// (`lifeguard_runtime::background_events`).
+    pub events: BackgroundEvents,
     pub metrics: Metrics,
     /// Node readiness (`nodes`), and whether its first list is in.
     pub nodes: NodeStore,
@@ -91,16 +92,9 @@ impl Context {
         reason: &str,
         note: String,
     ) {
-        let regarding = object.object_ref(&());
-        lifeguard_runtime::events::record(
-            &self.client,
-            &self.reporter,
-            &regarding,
-            type_,
-            reason,
-            note,
-        )
-        .await;
+        self.events
+            .record(object.object_ref(&()), type_, reason, note)
+            .await;
     }
 
     /// What both reconcilers do when one fails: count it by reason, say so, and look again

@@ -17,6 +17,7 @@ use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
 use lifeguard_api::receipt::DisposalReceipt;
 use lifeguard_api::{MaintenanceWindow, Workspace, WorkspacePhase};
+use lifeguard_runtime::background_events::BackgroundEvents;
 use lifeguard_runtime::ops::{Readiness, always_live};
 
 use crate::flags::Config;
@@ -40,6 +41,14 @@ fn ops_router(metrics: &Metrics, ready: Arc<AtomicBool>) -> Router {
     });
     lifeguard_runtime::ops::router(always_live(), readiness, metrics.registry())
 }
+
+/// Events being published at once. Their reconciles do not wait for them; a burst beyond
+/// this many waits for a slot, so a flood of Events cannot pile up tasks and memory. 32 is
+/// twice the default `--concurrency`, each start's create reconcile publishing one.
+const EVENTS_IN_FLIGHT: u32 = 32;
+
+/// How long a stopping leader waits for the Events it started to be published.
+const EVENTS_FLUSH: Duration = Duration::from_secs(5);
 
 /// How often the workspaces-by-phase gauge is published from the tally.
 const PUBLISH_PHASES: Duration = Duration::from_secs(10);
@@ -202,7 +211,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         windows,
         namespaces,
         settings,
-        reporter,
+        events: BackgroundEvents::new(client.clone(), reporter, EVENTS_IN_FLIGHT),
         metrics: metrics.clone(),
         nodes,
         pods,
@@ -242,6 +251,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     // thousands of requests and their buffers in flight at once. Pods are watched as
     // metadata only: the owner reference is all the trigger needs, and the name all the
     // cache of pod names keeps (`pod_names`).
+    let events = context.events.clone();
     let store_for_signals = store.clone();
     let store_for_phases = store.clone();
     // Pods left Terminating while no controller ran are released as soon as the caches
@@ -315,6 +325,9 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     };
     sweeper.abort();
     counter.abort();
+    if !events.flush(EVENTS_FLUSH).await {
+        tracing::warn!("stopped before every Event was published");
+    }
     if let Some(task) = notify_task {
         flush_notifications(task, outcome.is_ok()).await;
     }

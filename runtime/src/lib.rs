@@ -11,6 +11,7 @@
 //! `/live` and `/ready`, not the `/healthz` and `/readyz` that the installed probes call.
 //! What lifeguard needs of it is the few hundred lines below.
 
+pub mod background_events;
 pub mod events;
 pub mod ops;
 pub mod pages;

@@ -1,21 +1,23 @@
-//! Benchmark: what one write of a Workspace's status costs the API server and etcd, by the
-//! way it is written. A start through lifeguard writes the status three times (`Creating`,
+//! Benchmark: what one call on a Workspace costs the API server and etcd: a write of its
+//! status by the way it is written, and a read. A start through lifeguard writes the status three times (`Creating`,
 //! the node once bound, `Running`), and the mass-start bench found the API server's CPU per
 //! start to be what bounds the creation rate. The controller writes by server-side apply
 //! (`lifeguard_runtime::status::apply`), which the API server merges field by field against
 //! the CRD's schema; this measures that against the two other ways the same status could be
-//! written: a JSON merge patch, and a replace (PUT) of the object as last read.
+//! written: a JSON merge patch, and a replace (PUT) of the object as last read. Beside
+//! them, the read each reconcile makes (a GET, from etcd) and the same read served from the
+//! API server's watch cache (`resourceVersion=0`), which the controller does not use.
 //!
-//!   cargo run --release -p lifeguard-e2e --bin bench-status-write-cost -- [N] [ROUNDS]
+//!   cargo run --release -p lifeguard-e2e --bin bench-workspace-call-cost -- [N] [ROUNDS]
 //!
 //! Defaults: N = 300 Workspaces, 5 rounds. Needs `./local-up`. Scales the controller to 0
 //! for the run (so only this bench writes the Workspaces, which get no pods) and back to
 //! what it was at the end, in a fresh namespace it removes afterwards (`KEEP=1` keeps it).
-//! Each round writes every Workspace's status once in each way, 16 writes in flight, the
-//! ways in a rotating order, and reads kube-apiserver's and etcd's CPU time from /proc
+//! Each round writes every Workspace's status once in each way and reads each once in each
+//! way, 16 calls in flight, the ways in a rotating order, and reads kube-apiserver's and etcd's CPU time from /proc
 //! around each batch. Every write changes the status (a start's `Creating` to `Running` and
 //! back), as the controller's do. Prints, per way, the median over rounds of CPU
-//! milliseconds per write and writes per second, and the ratios to apply.
+//! milliseconds per call and calls per second, and the ratios to apply.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -27,7 +29,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::Client;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, GetParams, Patch, PatchParams, PostParams};
 use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceStatus};
 use lifeguard_e2e::{BUSYBOX_IMAGE, LIFEGUARD_NAMESPACE, poll_until, unique_name};
 use serde_json::json;
@@ -40,16 +42,30 @@ enum Way {
     Apply,
     MergePatch,
     Replace,
+    Get,
+    GetCached,
 }
 
 impl Way {
-    const ALL: [Way; 3] = [Way::Apply, Way::MergePatch, Way::Replace];
+    const ALL: [Way; 5] = [
+        Way::Apply,
+        Way::MergePatch,
+        Way::Replace,
+        Way::Get,
+        Way::GetCached,
+    ];
+
+    fn writes(self) -> bool {
+        !matches!(self, Way::Get | Way::GetCached)
+    }
 
     fn name(self) -> &'static str {
         match self {
             Way::Apply => "server-side apply",
             Way::MergePatch => "merge patch",
             Way::Replace => "replace (PUT)",
+            Way::Get => "GET",
+            Way::GetCached => "GET from the cache",
         }
     }
 }
@@ -160,6 +176,8 @@ async fn batch(
                     api.replace_status(&name, &PostParams::default(), &ws)
                         .await?
                 }
+                Way::Get => api.get(&name).await?,
+                Way::GetCached => api.get_with(&name, &GetParams::any()).await?,
             };
             anyhow::Ok(written)
         })
@@ -168,7 +186,8 @@ async fn batch(
         .await?;
     let wall = started.elapsed();
     let after = apiserver_and_etcd_ticks()?;
-    for ws in written {
+    // A read changes nothing, and one from the cache may be older than the last write.
+    for ws in written.into_iter().filter(|_| way.writes()) {
         if let Some(name) = ws.metadata.name.clone() {
             stored.insert(name, ws);
         }
@@ -240,13 +259,13 @@ async fn run(client: &Client, ns: &str, n: usize, rounds: usize) -> anyhow::Resu
         .into_iter()
         .filter_map(|ws| Some((ws.metadata.name.clone()?, ws)))
         .collect();
-    println!("status writes: {n} Workspaces in {ns}, {rounds} rounds, {IN_FLIGHT} in flight");
+    println!("Workspace calls: {n} Workspaces in {ns}, {rounds} rounds, {IN_FLIGHT} in flight");
     let per_second = ticks_per_second();
     // Every way once first, so no way measures the status's first write.
     let mut running = false;
     for way in Way::ALL {
         batch(&api, &mut stored, way, running, per_second).await?;
-        running = !running;
+        running ^= way.writes();
     }
     let mut cpu: BTreeMap<Way, Vec<f64>> = BTreeMap::new();
     let mut rate: BTreeMap<Way, Vec<f64>> = BTreeMap::new();
@@ -256,13 +275,13 @@ async fn run(client: &Client, ns: &str, n: usize, rounds: usize) -> anyhow::Resu
             let way = Way::ALL[(round + k) % Way::ALL.len()];
             let (apiserver, etcd, wall) =
                 batch(&api, &mut stored, way, running, per_second).await?;
-            running = !running;
-            let ms_per_write = (apiserver + etcd) * 1000.0 / n as f64;
+            running ^= way.writes();
+            let ms_per_call = (apiserver + etcd) * 1000.0 / n as f64;
             let per_second = n as f64 / wall.as_secs_f64();
-            cpu.entry(way).or_default().push(ms_per_write);
+            cpu.entry(way).or_default().push(ms_per_call);
             rate.entry(way).or_default().push(per_second);
             line.push(format!(
-                "{} {ms_per_write:.2} ms/write (kube-apiserver {:.2}, etcd {:.2}), {per_second:.0}/s",
+                "{} {ms_per_call:.2} ms/call (kube-apiserver {:.2}, etcd {:.2}), {per_second:.0}/s",
                 way.name(),
                 apiserver * 1000.0 / n as f64,
                 etcd * 1000.0 / n as f64
@@ -272,12 +291,12 @@ async fn run(client: &Client, ns: &str, n: usize, rounds: usize) -> anyhow::Resu
     }
     let apply_cpu = median(cpu[&Way::Apply].clone());
     println!(
-        "medians over {rounds} rounds (kube-apiserver + etcd CPU per write, writes per second):"
+        "medians over {rounds} rounds (kube-apiserver + etcd CPU per call, calls per second):"
     );
     for way in Way::ALL {
         let m = median(cpu[&way].clone());
         println!(
-            "  {:<18} {m:.2} ms/write ({:.2} of apply), {:.0}/s",
+            "  {:<18} {m:.2} ms/call ({:.2} of apply), {:.0}/s",
             way.name(),
             m / apply_cpu,
             median(rate[&way].clone())
@@ -303,7 +322,7 @@ async fn main() -> anyhow::Result<()> {
     let rounds: usize = args.next().map(|a| a.parse()).transpose()?.unwrap_or(5);
     anyhow::ensure!(
         n >= 1 && rounds >= 1,
-        "usage: bench-status-write-cost [N >= 1] [ROUNDS >= 1]"
+        "usage: bench-workspace-call-cost [N >= 1] [ROUNDS >= 1]"
     );
     let client = lifeguard_e2e::client().await?;
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), LIFEGUARD_NAMESPACE);
@@ -314,7 +333,7 @@ async fn main() -> anyhow::Result<()> {
         .and_then(|s| s.replicas)
         .unwrap_or(1);
     scale_controller(&client, 0).await?;
-    let ns = unique_name("bench-status-write");
+    let ns = unique_name("bench-ws-calls");
     let result = run(&client, &ns, n, rounds).await;
     // Whatever happened: the controller back first, then the namespace.
     let restored = scale_controller(&client, replicas).await;

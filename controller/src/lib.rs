@@ -93,7 +93,7 @@ impl Context {
         note: String,
     ) {
         self.events
-            .record(object.object_ref(&()), type_, reason, note)
+            .record(&object.object_ref(&()), type_, reason, note)
             .await;
     }
 

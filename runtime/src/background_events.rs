@@ -45,32 +45,29 @@ impl BackgroundEvents {
     /// still being published.
     pub async fn record(
         &self,
-        regarding: ObjectReference,
+        regarding: &ObjectReference,
         type_: EventType,
         reason: &str,
         note: String,
     ) {
-        // The semaphore is never closed, so this only fails if that changes: publish
-        // in line then rather than lose the Event.
+        // Built now, so the Event carries the time of the decision, not of its publishing.
+        let body = events::recorded(
+            &self.reporter,
+            regarding,
+            type_,
+            reason,
+            note,
+            jiff::Timestamp::now(),
+        );
+        // The semaphore is never closed, so this only fails if that changes: publish in
+        // line then rather than lose the Event.
         let Ok(slot) = self.slots.clone().acquire_owned().await else {
-            events::record(
-                &self.client,
-                &self.reporter,
-                &regarding,
-                type_,
-                reason,
-                note,
-            )
-            .await;
+            events::send(&self.client, &body).await;
             return;
         };
-        let (client, reporter, reason) = (
-            self.client.clone(),
-            self.reporter.clone(),
-            reason.to_owned(),
-        );
+        let client = self.client.clone();
         tokio::spawn(async move {
-            events::record(&client, &reporter, &regarding, type_, &reason, note).await;
+            events::send(&client, &body).await;
             drop(slot);
         });
     }

@@ -76,7 +76,7 @@ fn workspace(name: &str) -> ObjectReference {
 async fn send(events: &BackgroundEvents, name: &str) {
     events
         .record(
-            workspace(name),
+            &workspace(name),
             EventType::Normal,
             "PodCreated",
             "created".into(),

@@ -86,19 +86,60 @@ pub async fn publish(
     regarding: &ObjectReference,
     event: &Event,
 ) -> Result<(), kube::Error> {
-    let body = build_event(reporter, regarding, event, jiff::Timestamp::now());
+    create(
+        client,
+        &build_event(reporter, regarding, event, jiff::Timestamp::now()),
+    )
+    .await
+}
+
+/// Creates a built Event in the namespace it names.
+async fn create(client: &kube::Client, body: &K8sEvent) -> Result<(), kube::Error> {
     let namespace = body
         .metadata
         .namespace
         .as_deref()
         .unwrap_or(CLUSTER_EVENT_NAMESPACE);
     let events: Api<K8sEvent> = Api::namespaced(client.clone(), namespace);
-    events.create(&PostParams::default(), &body).await?;
+    events.create(&PostParams::default(), body).await?;
     Ok(())
 }
 
-/// Publishes an Event whose action is its reason. A failure is logged, not returned: the
-/// Event reports a decision that is made and written already, and must not undo it.
+/// The Event `record` publishes, built at `now`, the time of the decision it reports: one
+/// published later (`background_events`) still carries that time and a name in that order.
+pub fn recorded(
+    reporter: &Reporter,
+    regarding: &ObjectReference,
+    type_: EventType,
+    reason: &str,
+    note: String,
+    now: jiff::Timestamp,
+) -> K8sEvent {
+    let event = Event {
+        type_,
+        reason: reason.into(),
+        note: Some(note),
+        action: reason.into(),
+        secondary: None,
+    };
+    build_event(reporter, regarding, &event, now)
+}
+
+/// Publishes an Event built by `recorded`. A failure is logged, not returned: the Event
+/// reports a decision that is made and written already, and must not undo it.
+pub async fn send(client: &kube::Client, body: &K8sEvent) {
+    if let Err(error) = create(client, body).await {
+        let reason = body.reason.as_deref().unwrap_or_default();
+        let about = body
+            .regarding
+            .as_ref()
+            .and_then(|r| r.name.as_deref())
+            .unwrap_or_default();
+        tracing::warn!(%error, %reason, %about, "cannot publish event");
+    }
+}
+
+/// Publishes an Event whose action is its reason, built now; a failure is logged (`send`).
 pub async fn record(
     client: &kube::Client,
     reporter: &Reporter,
@@ -107,17 +148,15 @@ pub async fn record(
     reason: &str,
     note: String,
 ) {
-    let event = Event {
+    let body = recorded(
+        reporter,
+        regarding,
         type_,
-        reason: reason.into(),
-        note: Some(note),
-        action: reason.into(),
-        secondary: None,
-    };
-    if let Err(error) = publish(client, reporter, regarding, &event).await {
-        let about = regarding.name.as_deref().unwrap_or_default();
-        tracing::warn!(%error, %reason, %about, "cannot publish event");
-    }
+        reason,
+        note,
+        jiff::Timestamp::now(),
+    );
+    send(client, &body).await;
 }
 
 #[cfg(test)]
@@ -170,6 +209,35 @@ mod tests {
         assert_eq!(built.type_.as_deref(), Some("Warning"));
         assert_eq!(built.reporting_instance.as_deref(), Some("replica-1"));
         assert!(built.event_time.is_some());
+    }
+
+    #[test]
+    fn a_recorded_event_carries_the_time_it_was_recorded_and_its_reason_as_action() {
+        let regarding = ObjectReference {
+            kind: Some("Workspace".into()),
+            name: Some("ws-1".into()),
+            namespace: Some("team-a".into()),
+            ..ObjectReference::default()
+        };
+        let built = recorded(
+            &reporter(),
+            &regarding,
+            EventType::Normal,
+            "PodCreated",
+            "created pod ws-1-pod".into(),
+            at(),
+        );
+        assert_eq!(built.event_time, Some(MicroTime(at())));
+        assert_eq!(
+            built.metadata.name,
+            Some(format!("ws-1.{:x}", at().as_nanosecond()))
+        );
+        assert_eq!(built.metadata.namespace.as_deref(), Some("team-a"));
+        assert_eq!(
+            (built.reason.as_deref(), built.action.as_deref()),
+            (Some("PodCreated"), Some("PodCreated"))
+        );
+        assert_eq!(built.note.as_deref(), Some("created pod ws-1-pod"));
     }
 
     #[test]

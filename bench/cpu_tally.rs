@@ -52,6 +52,18 @@ impl Measure {
         }
     }
 
+    /// The CPU seconds each program spent since `start`.
+    pub fn seconds(&self) -> BTreeMap<&'static str, f64> {
+        let (now, per_second) = (snapshot(), ticks_per_second());
+        now.ticks
+            .iter()
+            .map(|(program, t)| {
+                let was = self.before.ticks.get(program).copied().unwrap_or(0);
+                (*program, t.saturating_sub(was) as f64 / per_second)
+            })
+            .collect()
+    }
+
     /// What each program spent since `start`, per pod of `n`: milliseconds per pod and
     /// cores used, busiest first, then the total.
     pub fn report(&self, n: usize) -> String {

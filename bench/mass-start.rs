@@ -23,8 +23,6 @@
 //! their backup agent; every one must be released only after its answer. `KEEP=1` leaves
 //! the namespaces behind.
 
-#[path = "cpu_tally.rs"]
-mod cpu_tally;
 #[path = "handshake_drain.rs"]
 mod handshake_drain;
 #[path = "mass_drain.rs"]
@@ -36,13 +34,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use futures::{StreamExt, stream};
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use lifeguard_api::Workspace;
 use lifeguard_api::names::CONTROLLER_DEFAULT_CONCURRENCY;
-use lifeguard_e2e::{BUSYBOX_IMAGE, poll_until, unique_name};
+use lifeguard_e2e::{BUSYBOX_IMAGE, cpu_tally, poll_until, unique_name};
 use serde_json::{Value, json};
 
 const HOLLOW_LABEL: &str = "lifeguard.dev/hollow";
@@ -381,23 +379,12 @@ async fn main() -> anyhow::Result<()> {
 
 /// A fresh namespace for one phase, once pods can be created in it.
 async fn create_namespace(client: &Client, ns: &str) -> anyhow::Result<()> {
-    let namespaces: Api<Namespace> = Api::all(client.clone());
     // The label lets the test-all smoke (cluster/hollow-smoke) clean up after a failed run.
-    let namespace: Namespace = serde_json::from_value(
-        json!({"metadata": {"name": ns, "labels": {"lifeguard.dev/bench": "mass-start",
-                                               mass_drain::NAMESPACE_LABEL: ns}}}),
-    )?;
-    namespaces
-        .create(&PostParams::default(), &namespace)
-        .await?;
-    // Pods are refused until the namespace's default service account exists.
-    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), ns);
-    poll_until(
-        "default service account",
-        Duration::from_secs(60),
-        || async { Ok(accounts.get_opt("default").await?.map(|_| ())) },
-    )
-    .await
+    let labels = [
+        ("lifeguard.dev/bench", "mass-start"),
+        (mass_drain::NAMESPACE_LABEL, ns),
+    ];
+    lifeguard_e2e::create_usable_namespace(client, ns, &labels).await
 }
 
 /// The mass drain with the disposal handshake on, against `deleted`: the same number of

@@ -26,12 +26,12 @@ use anyhow::Context;
 use futures::{StreamExt, TryStreamExt, stream};
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::Client;
 use kube::api::{Api, DeleteParams, GetParams, Patch, PatchParams, PostParams};
 use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceStatus};
-use lifeguard_e2e::{BUSYBOX_IMAGE, LIFEGUARD_NAMESPACE, poll_until, unique_name};
+use lifeguard_e2e::{BUSYBOX_IMAGE, LIFEGUARD_NAMESPACE, cpu_tally, poll_until, unique_name};
 use serde_json::json;
 
 const IN_FLIGHT: usize = 16;
@@ -110,37 +110,6 @@ fn status(name: &str, running: bool, now: Timestamp) -> WorkspaceStatus {
     }
 }
 
-fn apiserver_and_etcd_ticks() -> anyhow::Result<BTreeMap<&'static str, u64>> {
-    let mut ticks = BTreeMap::new();
-    for entry in std::fs::read_dir("/proc")?.flatten() {
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let first = cmdline.split(|b| *b == 0).next().unwrap_or_default();
-        let base = first.rsplit(|b| *b == b'/').next().unwrap_or_default();
-        let program = match base {
-            b"kube-apiserver" => "kube-apiserver",
-            b"etcd" => "etcd",
-            _ => continue,
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        let used = stat.rsplit_once(')').and_then(|(_, rest)| {
-            let mut fields = rest.split_whitespace().skip(11);
-            let user: u64 = fields.next()?.parse().ok()?;
-            let system: u64 = fields.next()?.parse().ok()?;
-            Some(user + system)
-        });
-        *ticks.entry(program).or_insert(0) += used.unwrap_or_default();
-    }
-    anyhow::ensure!(
-        ticks.len() == 2,
-        "kube-apiserver and etcd must run on this machine (./local-up)"
-    );
-    Ok(ticks)
-}
-
 /// One batch: every Workspace's status written once in `way`. Returns the CPU seconds of
 /// kube-apiserver and etcd and the wall time.
 async fn batch(
@@ -148,10 +117,9 @@ async fn batch(
     stored: &mut BTreeMap<String, Workspace>,
     way: Way,
     running: bool,
-    per_second: f64,
 ) -> anyhow::Result<(f64, f64, Duration)> {
     let now = Timestamp::now();
-    let before = apiserver_and_etcd_ticks()?;
+    let cpu = cpu_tally::Measure::start();
     let started = Instant::now();
     let written: Vec<Workspace> = stream::iter(stored.values().cloned())
         .map(|ws| async move {
@@ -185,17 +153,18 @@ async fn batch(
         .try_collect()
         .await?;
     let wall = started.elapsed();
-    let after = apiserver_and_etcd_ticks()?;
+    let spent = cpu.seconds();
     // A read changes nothing, and one from the cache may be older than the last write.
     for ws in written.into_iter().filter(|_| way.writes()) {
         if let Some(name) = ws.metadata.name.clone() {
             stored.insert(name, ws);
         }
     }
-    let spent = |program| {
-        after[program].saturating_sub(before.get(program).copied().unwrap_or(0)) as f64 / per_second
-    };
-    Ok((spent("kube-apiserver"), spent("etcd"), wall))
+    let of = |program| spent.get(program).copied();
+    match (of("kube-apiserver"), of("etcd")) {
+        (Some(apiserver), Some(etcd)) => Ok((apiserver, etcd, wall)),
+        _ => anyhow::bail!("kube-apiserver and etcd must run on this machine (./local-up)"),
+    }
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -228,18 +197,7 @@ async fn scale_controller(client: &Client, replicas: i32) -> anyhow::Result<()> 
 }
 
 async fn run(client: &Client, ns: &str, n: usize, rounds: usize) -> anyhow::Result<()> {
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}}))?;
-    namespaces
-        .create(&PostParams::default(), &namespace)
-        .await?;
-    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), ns);
-    poll_until(
-        "default service account",
-        Duration::from_secs(60),
-        || async { Ok(accounts.get_opt("default").await?.map(|_| ())) },
-    )
-    .await?;
+    lifeguard_e2e::create_usable_namespace(client, ns, &[]).await?;
     let api: Api<Workspace> = Api::namespaced(client.clone(), ns);
     let api_ref = &api;
     let created: Vec<Workspace> = stream::iter(0..n)
@@ -260,11 +218,10 @@ async fn run(client: &Client, ns: &str, n: usize, rounds: usize) -> anyhow::Resu
         .filter_map(|ws| Some((ws.metadata.name.clone()?, ws)))
         .collect();
     println!("Workspace calls: {n} Workspaces in {ns}, {rounds} rounds, {IN_FLIGHT} in flight");
-    let per_second = ticks_per_second();
     // Every way once first, so no way measures the status's first write.
     let mut running = false;
     for way in Way::ALL {
-        batch(&api, &mut stored, way, running, per_second).await?;
+        batch(&api, &mut stored, way, running).await?;
         running ^= way.writes();
     }
     let mut cpu: BTreeMap<Way, Vec<f64>> = BTreeMap::new();
@@ -273,8 +230,7 @@ async fn run(client: &Client, ns: &str, n: usize, rounds: usize) -> anyhow::Resu
         let mut line = Vec::new();
         for k in 0..Way::ALL.len() {
             let way = Way::ALL[(round + k) % Way::ALL.len()];
-            let (apiserver, etcd, wall) =
-                batch(&api, &mut stored, way, running, per_second).await?;
+            let (apiserver, etcd, wall) = batch(&api, &mut stored, way, running).await?;
             running ^= way.writes();
             let ms_per_call = (apiserver + etcd) * 1000.0 / n as f64;
             let per_second = n as f64 / wall.as_secs_f64();
@@ -303,16 +259,6 @@ async fn run(client: &Client, ns: &str, n: usize, rounds: usize) -> anyhow::Resu
         );
     }
     Ok(())
-}
-
-fn ticks_per_second() -> f64 {
-    std::process::Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(100.0)
 }
 
 #[tokio::main]

@@ -6,6 +6,9 @@
 mod admissions;
 mod cluster;
 mod components;
+/// Where a bench phase's CPU went, by program (`bench/cpu_tally.rs`, with the benches).
+#[path = "../../bench/cpu_tally.rs"]
+pub mod cpu_tally;
 mod disposal_agent;
 mod local_nodes;
 mod namespace;
@@ -31,7 +34,7 @@ pub use components::{
 };
 pub use disposal_agent::{RECEIPTS_ROLE, bind_the_stand_in, receipts_agent};
 pub use local_nodes::{SECOND_NODE, StoppedNode, lifeguard_cluster, wait_settled};
-pub use namespace::{NAMESPACE_LABEL, unique_name, with_namespace};
+pub use namespace::{NAMESPACE_LABEL, create_usable_namespace, unique_name, with_namespace};
 pub use quota::{allow_pods, forbid_pods};
 pub use receiver::{NOTIFY_PATH, NOTIFY_RECEIVER, Received, Receiver};
 pub use rejector::{Rejector, every_workspace_rejected, sleeping_workspace};

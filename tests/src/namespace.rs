@@ -23,6 +23,33 @@ pub fn unique_name(prefix: &str) -> String {
     format!("{prefix}-{:x}{n}", nanos ^ std::process::id())
 }
 
+/// Creates namespace `name` with `labels` and waits until pods can be created in it: the
+/// token controller has given its default service account a token (until then the API
+/// server refuses pods).
+pub async fn create_usable_namespace(
+    client: &Client,
+    name: &str,
+    labels: &[(&str, &str)],
+) -> anyhow::Result<()> {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let mut ns = Namespace::default();
+    ns.metadata.name = Some(name.to_owned());
+    for (key, value) in labels {
+        ns.labels_mut().insert((*key).into(), (*value).into());
+    }
+    namespaces.create(&PostParams::default(), &ns).await?;
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), name);
+    crate::wait_for(
+        &accounts,
+        "default",
+        Duration::from_secs(60),
+        "given a token",
+        |sa| sa.secrets.as_ref().is_some_and(|s| !s.is_empty()),
+    )
+    .await?;
+    Ok(())
+}
+
 /// Runs `test` with a client and a fresh namespace, and deletes the namespace afterwards,
 /// also when the test fails; the test's panic is then passed on.
 pub async fn with_namespace<F, Fut>(prefix: &str, test: F)
@@ -35,29 +62,13 @@ where
         Err(e) => panic!("{e:#}"),
     };
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    let mut ns = Namespace::default();
-    let ns_name = unique_name(&format!("e2e-{prefix}"));
-    ns.metadata.name = Some(ns_name.clone());
-    ns.labels_mut()
-        .insert("lifeguard.dev/e2e".into(), "true".into());
-    // Lets a test's MaintenanceWindow cover its own namespace and no other test's.
-    ns.labels_mut().insert(NAMESPACE_LABEL.into(), ns_name);
-    let created = match namespaces.create(&PostParams::default(), &ns).await {
-        Ok(created) => created,
-        Err(e) => panic!("creating the test namespace: {e}"),
-    };
-    let name = created.name_any();
-    // Pods are refused until the token controller has given the namespace's default
-    // service account its token.
-    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), &name);
-    let token = crate::wait_for(
-        &accounts,
-        "default",
-        Duration::from_secs(60),
-        "given a token",
-        |sa| sa.secrets.as_ref().is_some_and(|s| !s.is_empty()),
-    );
-    if let Err(e) = token.await {
+    let name = unique_name(&format!("e2e-{prefix}"));
+    let labels = [
+        ("lifeguard.dev/e2e", "true"),
+        // Lets a test's MaintenanceWindow cover its own namespace and no other test's.
+        (NAMESPACE_LABEL, name.as_str()),
+    ];
+    if let Err(e) = create_usable_namespace(&client, &name, &labels).await {
         let _ = namespaces.delete(&name, &DeleteParams::background()).await;
         panic!("namespace {name} is unusable: {e:#}");
     }

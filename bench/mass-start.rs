@@ -8,7 +8,8 @@
 //!   cluster/lifeguard-cluster hollow-nodes up 3 --max-pods 500   # room for N pods
 //!   cargo run --release -p lifeguard-e2e --bin bench-mass-start -- [N] [CONCURRENCY]
 //!
-//! Defaults: N = 1000, CONCURRENCY = 16 (the controller's `--concurrency` default). Needs
+//! Defaults: N = 1000, CONCURRENCY = 16 (the controller's `--concurrency` default; the bench
+//! stops unless the leading controller runs with CONCURRENCY). Needs
 //! `./local-up` and enough hollow-node capacity (the bench checks). Reported per phase:
 //! pods per second (N / time from the first create to the last pod seen by a watch) and
 //! the time until every pod is Running; their ratio (lifeguard / direct, target >= 0.8);

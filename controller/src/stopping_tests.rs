@@ -111,8 +111,20 @@ fn releases_pods_whose_workspace_is_gone_and_overdue_deletions_only() {
             None,
         ),
         (
-            "exactly at the disposal timeout",
+            "at the disposal timeout: the reconciler's own deadline",
             stopping("2026-12-01T11:58:00Z", json!({})),
+            true,
+            None,
+        ),
+        (
+            "within a disposal timeout after the reconciler's deadline",
+            stopping("2026-12-01T11:56:01Z", json!({})),
+            true,
+            None,
+        ),
+        (
+            "a disposal timeout after the reconciler's deadline",
+            stopping("2026-12-01T11:56:00Z", json!({})),
             true,
             Some("deletion_overdue"),
         ),

@@ -7,7 +7,9 @@
 //!
 //! The stopping pods come from the pod watch (`pod_names`, `stopping`) and the Workspaces
 //! from the controller's cache: a sweep makes no list, and asks the API only about the pods
-//! it may release (a fresh read of the pod and of its Workspace, then the release).
+//! it may release (a fresh read of the pod and of its Workspace, then the release; for a
+//! pod whose disposal waits for its backup agent, first its receipt and the outcome written
+//! on the Workspace, as the reconciler would).
 
 use std::time::Duration;
 
@@ -19,11 +21,16 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};
 use lifeguard_api::Workspace;
 
+use lifeguard_api::receipt::{self, DisposalReceipt, ReceiptReading};
+use lifeguard_api::workspace::condition::DISPOSAL_CONFIRMED;
+
+use crate::FIELD_MANAGER;
+use crate::disposal;
 use crate::finalizers::{self, Removal};
 use crate::metrics::Metrics;
 use crate::pod_names::PodNames;
-use crate::stopping::{self, StoppingPod, release_cause};
-use crate::workspace::plan::Settings;
+use crate::stopping::{self, OwningWorkspace, StoppingPod, release_cause};
+use crate::workspace::plan::{Action, Settings};
 
 /// What the sweep reads: the stopping pods and the Workspaces the controller caches.
 #[derive(Clone)]
@@ -95,9 +102,23 @@ async fn look(
                 .is_some_and(|w| w.metadata.uid.as_deref() == Some(&*owner.uid))
         }
     };
-    let Some(cause) = release_cause(&pod, exists, Timestamp::now(), settings) else {
+    let now = Timestamp::now();
+    let Some(cause) = release_cause(&pod, exists, now, settings) else {
         return Ok(false);
     };
+    // Whether the agent answered or not: an answer by annotation is recorded by the
+    // reconciler too, so a sweep stepping in for it must record it.
+    let confirmed_by_agent =
+        lifeguard_api::disposal::confirmation_required(fresh.metadata.annotations.as_ref());
+    if let (true, true, Some(owner)) = (exists, confirmed_by_agent, &pod.owner) {
+        let waiting = Pod {
+            metadata: fresh.metadata,
+            ..Pod::default()
+        };
+        if !record_disposal(client, namespace, owner, &waiting, now, settings, metrics).await? {
+            return Ok(false);
+        }
+    }
     match finalizers::release_pod(&pods, name, None).await? {
         Removal::Removed { .. } => {
             metrics.sweep_releases.with_label_values(&[cause]).inc();
@@ -106,6 +127,70 @@ async fn look(
         }
         _ => Ok(false),
     }
+}
+
+/// Records on its Workspace the disposal outcome of an overdue pod that waits for its
+/// backup agent, as the reconciler does before it releases such a pod (`disposal::release`):
+/// the agent's answer if a receipt of this pod's came, else `TimedOut`. The sweep steps in
+/// only for a reconciler that did not act by its own deadline (in a saturated drain, one
+/// too busy to); without this the pod would go with no outcome on record, and a drain
+/// would count its work as disposed of. Returns whether the pod may be released now.
+async fn record_disposal(
+    client: &Client,
+    namespace: &str,
+    owner: &OwningWorkspace,
+    pod: &Pod,
+    now: Timestamp,
+    settings: &Settings,
+    metrics: &Metrics,
+) -> Result<bool, kube::Error> {
+    let workspaces: Api<Workspace> = Api::namespaced(client.clone(), namespace);
+    let Some(ws) = workspaces.get_opt(&owner.name).await? else {
+        return Ok(true);
+    };
+    if ws.metadata.uid.as_deref() != Some(&*owner.uid) {
+        // A successor of the same name: nothing of this pod's to record on it.
+        return Ok(true);
+    }
+    let receipts: Api<DisposalReceipt> = Api::namespaced(client.clone(), namespace);
+    let receipt = match pod.metadata.uid.as_deref() {
+        Some(uid) => {
+            receipts
+                .get_opt(uid)
+                .await?
+                .and_then(|found| match receipt::read(&found, pod) {
+                    ReceiptReading::Answer(answer) => Some(answer),
+                    ReceiptReading::Ignored(_) => None,
+                })
+        }
+        None => None,
+    };
+    let status = match disposal::release(&ws, pod, receipt, now, settings) {
+        Action::RecordDisposal(status) => status,
+        // Recorded already (the reconciler got there), or, with other settings than the
+        // caller's deadline assumed, not due yet.
+        Action::WaitUntil(_) => return Ok(false),
+        _ => return Ok(true),
+    };
+    let name = ws.metadata.name.as_deref().unwrap_or_default();
+    lifeguard_runtime::status::apply(&workspaces, name, FIELD_MANAGER, &*status).await?;
+    if let Some(c) = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == DISPOSAL_CONFIRMED && c.status != "True")
+    {
+        let label = if c.reason == disposal::REASON_TIMED_OUT {
+            "timed_out"
+        } else {
+            "agent_failed"
+        };
+        metrics
+            .disposals_unconfirmed
+            .with_label_values(&[label])
+            .inc();
+    }
+    tracing::info!(workspace = %name, %namespace, "sweep recorded the disposal outcome before releasing the pod");
+    Ok(true)
 }
 
 /// Sweeps once the caches are in (or an interval has passed without them: the node signal

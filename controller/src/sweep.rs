@@ -1,9 +1,10 @@
 //! Sweeps for pods that would otherwise stay Terminating: once the controller's caches are
 //! in and every `--sweep-interval` after, every workspace pod deleting with our finalizer
 //! whose Workspace is gone, or that has been deleting a disposal timeout past the
-//! reconciler's own deadline for it (`stopping::release_cause`), is released. "Its Workspace" is the one its controlling owner reference names by UID: a
-//! pod left by a deleted Workspace is released even when a new Workspace of the same name
-//! exists (which never adopts it).
+//! reconciler's own deadline for it (`stopping::release_cause`), is released. "Its
+//! Workspace" is the one its controlling owner reference names by UID: a pod left by a
+//! deleted Workspace is released even when a new Workspace of the same name exists (which
+//! never adopts it).
 //!
 //! The stopping pods come from the pod watch (`pod_names`, `stopping`) and the Workspaces
 //! from the controller's cache: a sweep makes no list, and asks the API only about the pods

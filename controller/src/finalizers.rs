@@ -12,8 +12,10 @@
 
 use std::fmt::Debug;
 
+use either::Either;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
+use kube::core::Status;
 use kube::{Resource, ResourceExt};
 use lifeguard_api::names::{POD_FINALIZER, RELEASED_ANNOTATION};
 use serde::Serialize;
@@ -25,7 +27,7 @@ use crate::pod_ended;
 /// Attempts before giving the conflict back to the reconciler's error policy.
 const ATTEMPTS: usize = 5;
 
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Removal {
     Removed { conflicts: usize },
     NotPresent,
@@ -60,10 +62,10 @@ pub async fn release_pod(
     api: &Api<Pod>,
     name: &str,
     read: Option<&Pod>,
-) -> Result<Removal, kube::Error> {
+) -> Result<Released, kube::Error> {
     let now = jiff::Timestamp::now();
     let stamp = now.to_string();
-    let (removal, released) = remove_marked(
+    let (removal, patched) = remove_marked(
         api,
         name,
         read.cloned(),
@@ -71,20 +73,75 @@ pub async fn release_pod(
         Some((RELEASED_ANNOTATION, &stamp)),
     )
     .await?;
-    if let Some(pod) = released.filter(|pod| pod_ended::nothing_left_to_stop(pod, now)) {
-        delete_exactly(api, &pod, Some(0)).await?;
+    let mut writes = Vec::new();
+    if let Some(pod) = patched {
+        let left = PodLeft::of(pod);
+        let delete = match &left {
+            PodLeft::Stored(pod) if pod_ended::nothing_left_to_stop(pod, now) => Some(pod.clone()),
+            _ => None,
+        };
+        writes.push(left);
+        if let Some(pod) = delete
+            && let Some(left) = delete_exactly(api, &pod, Some(0)).await?
+        {
+            writes.push(left);
+        }
     }
-    Ok(removal)
+    Ok(Released { removal, writes })
+}
+
+/// What a release did.
+#[derive(Debug)]
+pub struct Released {
+    pub removal: Removal,
+    /// What each of its writes left of the pod, in order: the last is the pod as it is now.
+    /// Empty if it wrote nothing.
+    pub writes: Vec<PodLeft>,
+}
+
+/// What a write of a pod left of it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PodLeft {
+    /// The pod as the write stored it.
+    Stored(Box<Pod>),
+    /// The pod's object is gone.
+    Gone,
+}
+
+impl PodLeft {
+    /// The pod a write answered with. A pod being deleted without grace that no finalizer
+    /// holds is not stored: the API server removed it in that write, and answers with its
+    /// last state (checked against kube-apiserver 1.20, for a delete and for a patch that
+    /// takes the last finalizer off).
+    pub fn of(pod: Pod) -> PodLeft {
+        let meta = &pod.metadata;
+        let removed = meta.deletion_timestamp.is_some()
+            && meta.deletion_grace_period_seconds == Some(0)
+            && meta.finalizers.as_ref().is_none_or(Vec::is_empty);
+        if removed {
+            PodLeft::Gone
+        } else {
+            PodLeft::Stored(Box::new(pod))
+        }
+    }
+
+    /// What a delete's answer says.
+    pub fn of_delete(answer: Either<Pod, Status>) -> PodLeft {
+        match answer {
+            Either::Left(pod) => PodLeft::of(pod),
+            Either::Right(_) => PodLeft::Gone,
+        }
+    }
 }
 
 /// Deletes exactly `pod` with `grace_seconds`: its UID is a precondition, so a replacement
-/// of the same name is never hit. `Ok(false)`: it was gone already, or the name holds
-/// another pod now; both mean there is nothing of this one left to delete.
+/// of the same name is never hit. `None`: it was gone already, or the name holds another
+/// pod now; both mean there is nothing of this one left to delete, and nothing was written.
 pub async fn delete_exactly(
     api: &Api<Pod>,
     pod: &Pod,
     grace_seconds: Option<u32>,
-) -> Result<bool, kube::Error> {
+) -> Result<Option<PodLeft>, kube::Error> {
     let params = DeleteParams {
         grace_period_seconds: grace_seconds,
         preconditions: Some(Preconditions {
@@ -94,8 +151,8 @@ pub async fn delete_exactly(
         ..DeleteParams::default()
     };
     match api.delete(&pod.name_any(), &params).await {
-        Ok(_) => Ok(true),
-        Err(kube::Error::Api(status)) if matches!(status.code, 404 | 409) => Ok(false),
+        Ok(answer) => Ok(Some(PodLeft::of_delete(answer))),
+        Err(kube::Error::Api(status)) if matches!(status.code, 404 | 409) => Ok(None),
         Err(e) => Err(e),
     }
 }
@@ -172,3 +229,7 @@ where
     .await
     .map(Some)
 }
+
+#[cfg(test)]
+#[path = "finalizers_tests.rs"]
+mod tests;

@@ -17,6 +17,7 @@ pub mod notice;
 pub mod notice_reach;
 pub mod notify;
 pub mod phase_tally;
+pub mod pod_echoes;
 pub mod pod_ended;
 pub mod pod_names;
 pub mod podspec;

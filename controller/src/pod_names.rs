@@ -9,16 +9,11 @@
 //! yields keep only the name, the namespace, the resource version and the owner
 //! references to Workspaces, which the controller's trigger maps from.
 //!
-//! The first event of a pod the reconciler has just created is its own echo: the
-//! reconcile that created it already planned with the pod the create returned
-//! (`reconcile`, `Pass::Created`). That event is dropped here instead of costing a
-//! reconcile (two reads) per start. The reconciler says so before it sends the create
-//! (`creating`), since the watch event often comes before the create's answer, and then
-//! gives the resource version the create returned (`created`) or withdraws (`not_created`).
-//! The pod's first event after that settles it: it is dropped only if it came while the
-//! create was in flight (nothing but the create can have made it then: a pod of that name
-//! that already existed makes the create fail, and the reconcile then reads it) or at
-//! exactly the version the create returned. Any later change of the pod triggers.
+//! The events of the reconciler's own writes of a pod (its create, delete and release) are
+//! dropped here instead of costing a reconcile (two reads) each: the reconcile that wrote
+//! already planned with what the write returned. Which events those are is
+//! `pod_echoes`'s rule; the reconciler says when it writes (`writing`), what each write
+//! left (`written`) and when it is done (`settle`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -36,44 +31,11 @@ use lifeguard_api::names::{
     workspace_of_pod,
 };
 
+use crate::pod_echoes::{Echoes, Seen, Settled, Written};
 use crate::stopping::StoppingPod;
 use crate::workspace::pod_read::CachedPod;
 
-/// (namespace, name) of a pod.
-pub type PodKey = (String, String);
-
-/// What the reconciler's creates lead the watch to expect, by pod.
-#[derive(Debug, Default)]
-struct Echoes(HashMap<PodKey, Option<String>>);
-
-impl Echoes {
-    /// A create of this pod is about to be sent.
-    fn creating(&mut self, key: PodKey) {
-        self.0.insert(key, None);
-    }
-
-    /// The create returned the pod at `version`; unless its echo came already.
-    fn created(&mut self, key: &PodKey, version: String) {
-        if let Some(expected) = self.0.get_mut(key) {
-            *expected = Some(version);
-        }
-    }
-
-    /// The create failed: no echo comes.
-    fn not_created(&mut self, key: &PodKey) {
-        self.0.remove(key);
-    }
-
-    /// Whether an event of pod `key` at `version` is the echo; any event settles the pod.
-    fn take(&mut self, key: &PodKey, version: Option<&str>) -> bool {
-        match self.0.remove(key) {
-            None => false,
-            // While the create was in flight.
-            Some(None) => true,
-            Some(Some(expected)) => version == Some(expected.as_str()),
-        }
-    }
-}
+pub use crate::pod_echoes::PodKey;
 
 /// Which Workspace owns a workspace pod, as its owner reference says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -227,8 +189,7 @@ impl PodIndex {
 #[derive(Clone)]
 pub struct PodNames {
     index: Arc<Mutex<PodIndex>>,
-    /// The creates whose echo is awaited; an entry lives from just before the create to
-    /// the pod's next event (or the create's failure).
+    /// The echoes of the reconciler's own writes, awaited (`pod_echoes`).
     echoes: Arc<Mutex<Echoes>>,
     /// Whether the index holds a first complete list, for those who must wait for it.
     listed: Arc<tokio::sync::watch::Sender<bool>>,
@@ -272,39 +233,50 @@ impl PodNames {
         self.echoes.lock().ok()
     }
 
-    /// The reconciler is about to create `pod` (named, in its namespace), and will plan
-    /// with what the create returns.
-    pub fn creating(&self, pod: &Pod) {
-        if let (Some(key), Some(mut echoes)) = (key_of(pod), self.echoes()) {
-            echoes.creating(key);
-        }
-    }
-
-    /// The create of `created` succeeded.
-    pub fn created(&self, created: &Pod) {
-        let (Some(key), Some(version)) =
-            (key_of(created), created.metadata.resource_version.clone())
-        else {
-            return;
-        };
+    /// The reconciler is about to write pod `name` in `namespace` (create, delete or
+    /// release it), and will plan with what the write returns.
+    pub fn writing(&self, namespace: &str, name: &str) {
         if let Some(mut echoes) = self.echoes() {
-            echoes.created(&key, version);
+            echoes.writing((namespace.to_string(), name.to_string()));
         }
     }
 
-    /// The create of `pod` failed.
-    pub fn not_created(&self, pod: &Pod) {
-        if let (Some(key), Some(mut echoes)) = (key_of(pod), self.echoes()) {
-            echoes.not_created(&key);
+    /// One of those writes succeeded and left the pod so.
+    pub fn written(&self, namespace: &str, name: &str, written: Written) {
+        if let Some(mut echoes) = self.echoes() {
+            echoes.written(&(namespace.to_string(), name.to_string()), written);
         }
     }
 
-    /// Whether this event of `pod` is the echo of the reconciler's own create.
-    fn is_echo(&self, pod: &PartialObjectMeta<Pod>) -> bool {
+    /// The reconcile is done with the pod: whether it must look again because something
+    /// else changed the pod while it wrote. `Clean` if it wrote nothing.
+    pub fn settle(&self, namespace: &str, name: &str) -> Settled {
+        match self.echoes() {
+            Some(mut echoes) => echoes.settle(&(namespace.to_string(), name.to_string())),
+            // Poisoned: whatever was held back is lost, so look again.
+            None => Settled::LookAgain,
+        }
+    }
+
+    /// Whether this watch event is dropped as the echo of the reconciler's own write.
+    fn is_echo(&self, event: &watcher::Event<PartialObjectMeta<Pod>>) -> bool {
+        let (pod, seen) = match event {
+            watcher::Event::Apply(pod) | watcher::Event::InitApply(pod) => {
+                (pod, Seen::Changed(pod.metadata.resource_version.clone()))
+            }
+            watcher::Event::Delete(pod) => (pod, Seen::Deleted),
+            watcher::Event::Init => {
+                if let Some(mut echoes) = self.echoes() {
+                    echoes.relisting();
+                }
+                return false;
+            }
+            watcher::Event::InitDone => return false,
+        };
         let (Some(key), Some(mut echoes)) = (key_of(pod), self.echoes()) else {
             return false;
         };
-        echoes.take(&key, pod.metadata.resource_version.as_deref())
+        echoes.is_echo(&key, seen)
     }
 
     fn index(&self, event: &watcher::Event<PartialObjectMeta<Pod>>) {
@@ -390,9 +362,9 @@ pub fn watch(
         indexer.index(&event);
         event
     })
-    .touched_objects()
-    // After the index took it: an echo still records that the pod exists.
-    .try_filter(move |pod| std::future::ready(!filter.is_echo(pod)));
+    // After the index took it: an echo still records that the pod exists (or is gone).
+    .try_filter(move |event| std::future::ready(!filter.is_echo(event)))
+    .touched_objects();
     (names, events)
 }
 

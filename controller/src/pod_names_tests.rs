@@ -77,57 +77,6 @@ fn strip_keeps_what_the_sweep_reads_of_a_stopping_pod() {
     );
 }
 
-fn key(name: &str) -> PodKey {
-    ("team-a".to_string(), name.to_string())
-}
-
-#[test]
-fn only_the_echo_of_our_own_create_is_dropped_and_only_once() {
-    let mut echoes = Echoes::default();
-    // alice: answered before her echo came; bob: his echo came first; carol: refused.
-    echoes.creating(key("ws-alice"));
-    echoes.creating(key("ws-bob"));
-    echoes.creating(key("ws-carol"));
-    echoes.created(&key("ws-alice"), "10".into());
-    let events = [
-        ("a pod nobody created", key("ws-dave"), "5", false),
-        (
-            "bob's echo, while his create was in flight",
-            key("ws-bob"),
-            "20",
-            true,
-        ),
-        (
-            "alice's echo, at the version her create returned",
-            key("ws-alice"),
-            "10",
-            true,
-        ),
-        (
-            "alice again at that version (a relist)",
-            key("ws-alice"),
-            "10",
-            false,
-        ),
-        ("alice bound", key("ws-alice"), "11", false),
-        ("bob bound", key("ws-bob"), "21", false),
-    ];
-    for (what, pod, version, echo) in events {
-        assert_eq!(echoes.take(&pod, Some(version)), echo, "{what}");
-    }
-    // bob's answer after his echo: nothing is awaited any more.
-    echoes.created(&key("ws-bob"), "20".into());
-    echoes.not_created(&key("ws-carol"));
-    assert!(echoes.0.is_empty(), "every expectation is settled");
-    // A pod changed since the create returned: that change triggers.
-    echoes.creating(key("ws-erin"));
-    echoes.created(&key("ws-erin"), "30".into());
-    assert!(
-        !echoes.take(&key("ws-erin"), Some("31")),
-        "erin changed since"
-    );
-}
-
 fn pod(namespace: &str, name: &str, owner: Option<&str>) -> PartialObjectMeta<Pod> {
     let owners: Vec<_> = owner
         .map(|o| json!({"apiVersion": "lifeguard.dev/v1alpha1", "kind": "Workspace", "name": o, "uid": "w"}))

@@ -120,7 +120,7 @@ async fn look(
             return Ok(false);
         }
     }
-    match finalizers::release_pod(&pods, name, None).await? {
+    match finalizers::release_pod(&pods, name, None).await?.removal {
         Removal::Removed { .. } => {
             metrics.sweep_releases.with_label_values(&[cause]).inc();
             tracing::info!(pod = %name, %namespace, cause, "sweep released pod");

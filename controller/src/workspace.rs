@@ -6,6 +6,7 @@ pub mod namespace_policy;
 pub mod observe;
 pub mod plan;
 pub mod pod_read;
+pub mod pod_writes;
 pub mod reconcile;
 pub mod service_account_policy;
 pub mod start;

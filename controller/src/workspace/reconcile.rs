@@ -21,15 +21,17 @@ use lifeguard_api::window::CompiledWindow;
 use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceStatus};
 
 use crate::disposal;
-use crate::finalizers::{self, Removal};
+use crate::finalizers::{self, PodLeft, Removal};
 use crate::node_loss::{self, NodeLossStep};
 use crate::notice;
 use crate::phase_tally::WorkspaceKey;
+use crate::pod_echoes::{Settled, Written};
 use crate::podspec;
 use crate::workspace::plan::{
     Action, CreateRefusal, REJECTED_AFTER_RUNNING, create_retry_at, created_status, plan_observed,
     record_create_refusal,
 };
+use crate::workspace::pod_writes::{self, PodWrites, delete_pod};
 use crate::workspace::{observe, pod_read, start_latency};
 use crate::{Context, Error, FIELD_MANAGER};
 
@@ -54,6 +56,10 @@ enum Pass {
     /// them. That pass sets the start's timer, which the pod's first watch event (its
     /// echo, dropped by `pod_names`) would otherwise have cost a reconcile and two reads.
     Created(Box<(Workspace, Pod)>),
+    /// It deleted or released the pod: plan again with the pod as that write left it
+    /// (`None`: gone). The write's watch events are its echoes, dropped by `pod_names`, so
+    /// a stop is two reconciles (the mark, the containers stopped), not five.
+    PodWritten(Option<Box<Pod>>),
 }
 
 fn action_name(action: &Action) -> &'static str {
@@ -146,21 +152,41 @@ pub async fn reconcile(
     };
     ctx.phases.note(key, ws.phase());
     let pod_name = pod_name(&name);
-    let mut pod = if pod_read::must_read(&ws, ctx.pods.lookup(&namespace, &pod_name)) {
-        pods.get_opt(&pod_name).await?
-    } else {
-        None
-    };
-    for _ in 0..=CHAINED_WRITES {
-        match reconcile_pass(&ctx, &workspaces, &pods, &ws, pod.as_ref()).await? {
-            Pass::Done(requeue) => return Ok(requeue),
-            Pass::Rewritten(stored) => ws = *stored,
-            Pass::PodExists => pod = pods.get_opt(&pod_name).await?,
-            Pass::Created(created) => (ws, pod) = (created.0, Some(created.1)),
+    let writes = PodWrites::new(&ctx.pods, &namespace, &pod_name);
+    let planned = async {
+        let mut pod = if pod_read::must_read(&ws, ctx.pods.lookup(&namespace, &pod_name)) {
+            pods.get_opt(&pod_name).await?
+        } else {
+            None
+        };
+        for _ in 0..=CHAINED_WRITES {
+            match reconcile_pass(&ctx, &workspaces, &pods, &ws, pod.as_ref()).await? {
+                Pass::Done(requeue) => return Ok(requeue),
+                Pass::Rewritten(stored) => ws = *stored,
+                Pass::PodExists => pod = pods.get_opt(&pod_name).await?,
+                Pass::Created(created) => (ws, pod) = (created.0, Some(created.1)),
+                Pass::PodWritten(left) => pod = left.map(|p| *p),
+            }
+            ctx.phases.note(key, ws.phase());
         }
-        ctx.phases.note(key, ws.phase());
+        Ok(Requeue::requeue(AFTER_WRITE))
     }
-    Ok(Requeue::requeue(AFTER_WRITE))
+    .await;
+    match (writes.settle(), planned) {
+        (Settled::LookAgain, Ok(_)) => {
+            tracing::debug!(workspace = %name, %namespace, "pod changed while written; looking again");
+            Ok(Requeue::requeue(Duration::ZERO))
+        }
+        (_, planned) => planned,
+    }
+}
+
+/// The pass after a write of the pod: plan again with what it left.
+fn planned_with(left: PodLeft) -> Pass {
+    Pass::PodWritten(match left {
+        PodLeft::Stored(pod) => Some(pod),
+        PodLeft::Gone => None,
+    })
 }
 
 /// One pass: node loss, then the maintenance notice, then the start/stop plan.
@@ -437,14 +463,17 @@ async fn reconcile_plan(
             ctx.event(ws, EventType::Warning, reason, note).await;
         }
         Action::RemoveStoppedPod => {
-            if let Some(pod) = &pod {
-                // Gone already (the kubelet was as quick), or a new pod of that name: fine.
-                finalizers::delete_exactly(pods, pod, Some(0)).await?;
+            // Not there (the kubelet was as quick, or a new pod has the name): fine, its
+            // watch event comes.
+            if let Some(pod) = &pod
+                && let Some(left) = delete_pod(ctx, pods, pod, Some(0)).await?
+            {
+                return Ok(planned_with(left));
             }
         }
         Action::ForceDeletePod { cause } => {
             if let Some(pod) = &pod
-                && finalizers::delete_exactly(pods, pod, Some(0)).await?
+                && let Some(left) = delete_pod(ctx, pods, pod, Some(0)).await?
             {
                 ctx.metrics
                     .pods_force_deleted
@@ -453,6 +482,7 @@ async fn reconcile_plan(
                 let note = format!("force-deleted pod {}: {cause}", pod.name_any());
                 ctx.event(ws, EventType::Warning, "PodForceDeleted", note)
                     .await;
+                return Ok(planned_with(left));
             }
         }
         Action::GiveUp(status) => {
@@ -471,10 +501,11 @@ async fn reconcile_plan(
         } => {
             let grace = grace_seconds.map(|g| g as u32);
             if let Some(pod) = &pod
-                && finalizers::delete_exactly(pods, pod, grace).await?
+                && let Some(left) = delete_pod(ctx, pods, pod, grace).await?
             {
                 let note = format!("deleted pod {}: {cause}", pod.name_any());
                 ctx.event(ws, EventType::Normal, "PodDeleted", note).await;
+                return Ok(planned_with(left));
             }
         }
         Action::RecordDisposal(status) => {
@@ -512,7 +543,9 @@ async fn reconcile_plan(
             return Ok(Pass::Rewritten(Box::new(stored)));
         }
         Action::ReleasePod => {
-            let removal = finalizers::release_pod(pods, &pod_name(&name), pod).await?;
+            let released =
+                pod_writes::release_pod(ctx, pods, (&namespace, &pod_name(&name)), pod).await?;
+            let removal = released.removal;
             if matches!(removal, Removal::Removed { .. }) {
                 let phase = ws.phase();
                 let note = format!(
@@ -523,6 +556,9 @@ async fn reconcile_plan(
                 ctx.event(ws, EventType::Normal, "PodReleased", note).await;
             }
             count_removal(ctx, "Pod", removal);
+            if let Some(left) = released.writes.into_iter().last() {
+                return Ok(planned_with(left));
+            }
         }
         Action::RemoveWorkspaceFinalizer => {
             let removal = finalizers::remove(workspaces, ws, WORKSPACE_FINALIZER).await;
@@ -574,12 +610,9 @@ async fn create_pod(
     if let Some(node) = podspec::node_to_avoid(ws, recreation, ctx.settings.avoid_refusing_node) {
         podspec::avoid_node(&mut pod, &node);
     }
-    ctx.pods.creating(&pod);
-    let answer = pods.create(&PostParams::default(), &pod).await;
-    if answer.is_err() {
-        ctx.pods.not_created(&pod);
-    }
-    let created = match answer {
+    let namespace = ws.namespace().unwrap_or_default();
+    ctx.pods.writing(&namespace, &pod.name_any());
+    let created = match pods.create(&PostParams::default(), &pod).await {
         Ok(created) => created,
         // Already there (our earlier create whose status write was lost, or a stranger's
         // pod of that name): read it and plan with it.
@@ -597,7 +630,13 @@ async fn create_pod(
         }
         Err(e) => return Err(e.into()),
     };
-    ctx.pods.created(&created);
+    if let Some(version) = &created.metadata.resource_version {
+        ctx.pods.written(
+            &namespace,
+            &created.name_any(),
+            Written::At(version.clone()),
+        );
+    }
     let status = created_status(
         ws,
         &created,

@@ -1,0 +1,64 @@
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::json;
+
+use super::*;
+
+fn answer(meta: serde_json::Value) -> Pod {
+    let mut metadata =
+        json!({"name": "ws-alice-pod", "namespace": "team-a", "resourceVersion": "42"});
+    if let (Some(into), Some(from)) = (metadata.as_object_mut(), meta.as_object()) {
+        into.extend(from.clone());
+    }
+    serde_json::from_value(json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata}))
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_write_that_removed_the_pod_is_told_from_one_that_stored_it() {
+    let deleting = "2026-11-28T10:00:00Z";
+    let cases = [
+        ("a pod not being deleted", json!({}), false),
+        (
+            "a graceful delete: the kubelet stops the containers first",
+            json!({"deletionTimestamp": deleting, "deletionGracePeriodSeconds": 30}),
+            false,
+        ),
+        (
+            "no grace, but a finalizer holds it",
+            json!({"deletionTimestamp": deleting, "deletionGracePeriodSeconds": 0,
+                   "finalizers": ["lifeguard.dev/disposal"]}),
+            false,
+        ),
+        (
+            "no grace and no finalizer: removed by that write",
+            json!({"deletionTimestamp": deleting, "deletionGracePeriodSeconds": 0}),
+            true,
+        ),
+        (
+            "no grace and an emptied finalizer list (a release's patch)",
+            json!({"deletionTimestamp": deleting, "deletionGracePeriodSeconds": 0,
+                   "finalizers": []}),
+            true,
+        ),
+    ];
+    for (what, meta, gone) in cases {
+        let pod = answer(meta);
+        assert_eq!(
+            pod.metadata.resource_version.as_deref(),
+            Some("42"),
+            "{what}"
+        );
+        let left = PodLeft::of(pod.clone());
+        assert_eq!(left == PodLeft::Gone, gone, "{what}");
+        assert_eq!(
+            PodLeft::of_delete(Either::Left(pod)),
+            left,
+            "{what}: a delete's answer reads the same"
+        );
+    }
+    assert_eq!(
+        PodLeft::of_delete(Either::Right(Status::default())),
+        PodLeft::Gone,
+        "a delete answered with a Status removed the object"
+    );
+}

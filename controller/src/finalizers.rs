@@ -104,8 +104,8 @@ pub struct Released {
 pub enum PodLeft {
     /// The pod as the write stored it.
     Stored(Box<Pod>),
-    /// The pod's object is gone.
-    Gone,
+    /// The pod's object, with this UID, is gone.
+    Gone { uid: Option<String> },
 }
 
 impl PodLeft {
@@ -119,17 +119,19 @@ impl PodLeft {
             && meta.deletion_grace_period_seconds == Some(0)
             && meta.finalizers.as_ref().is_none_or(Vec::is_empty);
         if removed {
-            PodLeft::Gone
+            PodLeft::Gone {
+                uid: pod.metadata.uid,
+            }
         } else {
             PodLeft::Stored(Box::new(pod))
         }
     }
 
-    /// What a delete's answer says.
-    pub fn of_delete(answer: Either<Pod, Status>) -> PodLeft {
+    /// What the answer to a delete of the pod with UID `uid` says.
+    pub fn of_delete(answer: Either<Pod, Status>, uid: Option<String>) -> PodLeft {
         match answer {
             Either::Left(pod) => PodLeft::of(pod),
-            Either::Right(_) => PodLeft::Gone,
+            Either::Right(_) => PodLeft::Gone { uid },
         }
     }
 }
@@ -151,7 +153,7 @@ pub async fn delete_exactly(
         ..DeleteParams::default()
     };
     match api.delete(&pod.name_any(), &params).await {
-        Ok(answer) => Ok(Some(PodLeft::of_delete(answer))),
+        Ok(answer) => Ok(Some(PodLeft::of_delete(answer, pod.metadata.uid.clone()))),
         Err(kube::Error::Api(status)) if matches!(status.code, 404 | 409) => Ok(None),
         Err(e) => Err(e),
     }

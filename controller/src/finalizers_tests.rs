@@ -4,8 +4,7 @@ use serde_json::json;
 use super::*;
 
 fn answer(meta: serde_json::Value) -> Pod {
-    let mut metadata =
-        json!({"name": "ws-alice-pod", "namespace": "team-a", "resourceVersion": "42"});
+    let mut metadata = json!({"name": "ws-alice-pod", "namespace": "team-a", "uid": "p1", "resourceVersion": "42"});
     if let (Some(into), Some(from)) = (metadata.as_object_mut(), meta.as_object()) {
         into.extend(from.clone());
     }
@@ -49,16 +48,21 @@ fn a_write_that_removed_the_pod_is_told_from_one_that_stored_it() {
             "{what}"
         );
         let left = PodLeft::of(pod.clone());
-        assert_eq!(left == PodLeft::Gone, gone, "{what}");
+        let removed = PodLeft::Gone {
+            uid: Some("p1".into()),
+        };
+        assert_eq!(left == removed, gone, "{what}");
         assert_eq!(
-            PodLeft::of_delete(Either::Left(pod)),
+            PodLeft::of_delete(Either::Left(pod), None),
             left,
             "{what}: a delete's answer reads the same"
         );
     }
     assert_eq!(
-        PodLeft::of_delete(Either::Right(Status::default())),
-        PodLeft::Gone,
-        "a delete answered with a Status removed the object"
+        PodLeft::of_delete(Either::Right(Status::default()), Some("p1".into())),
+        PodLeft::Gone {
+            uid: Some("p1".into())
+        },
+        "a delete answered with a Status removed the object it was sent for"
     );
 }

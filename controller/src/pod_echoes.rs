@@ -1,23 +1,26 @@
-//! Which watch events of a workspace pod are the echoes of the reconciler's own writes of
-//! it. Pure; `pod_names` applies it to the watch.
+//! Which watch events of a workspace pod tell its reconciler nothing new. Pure;
+//! `pod_names` applies it to the watch.
 //!
-//! A reconcile that writes a pod (creates, deletes or releases it) plans again, in the same
-//! reconcile, with what the write returned (`workspace::reconcile`). The watch event each
-//! write causes then tells the reconciler nothing new, yet cost a reconcile and its two
-//! reads: at a drain, three of a stop's five reconciles (docs/benchmarks.md, "The drain
-//! without its echoes"). So those events are dropped, and only those:
+//! A reconcile reads its pod and, when it writes the pod (creates, deletes or releases
+//! it), plans again with what the write returned, in the same reconcile
+//! (`workspace::reconcile`). The watch event of a state it read, or of its own write, then
+//! cost a reconcile and two reads for nothing: at a drain, three of a stop's five
+//! reconciles (docs/benchmarks.md, "A stop in two reconciles"). So those events are
+//! dropped, and only those:
 //!
-//! - While the reconciler writes a pod, the pod's events are held back (the echo often
-//!   comes before the write's answer) and kept.
-//! - When the reconcile is done with the pod it settles: every held event must be the echo
-//!   of one of its writes, that is a change at a version a write returned, or the deletion
-//!   of a pod a write left gone. If one is not, something else changed the pod meanwhile and
-//!   the reconcile must look again at once (`Settled::LookAgain`).
-//! - After that, the pod's next events at those versions, and its deletion if a write left
-//!   it gone, are dropped as they come. Any other event triggers as usual and ends the
-//!   expectation, so a missed echo costs one reconcile, never a lost change.
+//! - While a reconcile runs, its pod's events are held back and kept.
+//! - When it is done it settles: every held event must be one it knows of, that is a
+//!   change to a version it read or a write returned, a change to a pod one of its writes
+//!   then removed (history), or that pod's deletion. If one is not, something else changed
+//!   the pod meanwhile, and the reconcile must look again at once (`Settled::LookAgain`).
+//! - After that, the pod's next events at a version a write returned, and those of a pod a
+//!   write removed, are dropped as they come. Any other event triggers as usual and ends
+//!   the expectation, so an echo missed costs one reconcile, never a change lost. A version
+//!   only read is not awaited after the reconcile: its event may have been the one that
+//!   started it.
 //!
-//! Resource versions are only compared for equality, which is all the API promises.
+//! Resource versions are only compared for equality, which is all the API promises; a
+//! removed pod is told from a new one of the same name by its UID.
 
 use std::collections::HashMap;
 
@@ -27,98 +30,117 @@ pub type PodKey = (String, String);
 /// One watch event of a pod, as far as echoes go.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Seen {
-    /// The pod was added or changed, and is now at this resource version.
-    Changed(Option<String>),
+    /// The pod was added or changed, and is now at `version`.
+    Changed {
+        version: Option<String>,
+        uid: Option<String>,
+    },
     /// The pod's object is gone.
-    Deleted,
+    Deleted { uid: Option<String> },
 }
 
-/// What one of the reconciler's writes left of the pod.
+/// What a reconcile learned of its pod from a read or a write.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Written {
-    /// Stored at this resource version.
-    At(String),
-    /// The pod's object is gone.
-    Gone,
+pub enum Known {
+    /// Read at this resource version.
+    Read(String),
+    /// A write stored it at this resource version.
+    Written(String),
+    /// A write removed the pod with this UID.
+    Removed(String),
 }
 
-/// Whether a reconcile's writes explain every event held back while it wrote.
+/// Whether the events held back while a reconcile ran are all ones it knows of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Settled {
-    /// They do (or it wrote nothing): the reconcile planned with the pod as it is.
+    /// They are (or none came): the reconcile planned with the pod as it is.
     Clean,
     /// Something else changed the pod meanwhile: reconcile again now.
     LookAgain,
 }
 
-/// What is awaited of one pod.
+/// What is known and awaited of one pod.
 #[derive(Debug, Default)]
 struct Awaited {
-    /// A reconcile is writing the pod and has not settled.
-    writing: bool,
-    /// The events that came while it wrote.
+    /// A reconcile runs and has not settled.
+    running: bool,
+    /// The events that came while it ran.
     held: Vec<Seen>,
-    /// The versions its writes returned, whose events have not come yet.
-    versions: Vec<String>,
-    /// A write left the pod gone, and its deletion event has not come yet.
-    gone: bool,
+    /// The versions it read: they explain held events only.
+    read: Vec<String>,
+    /// The versions its writes returned whose events have not come yet.
+    written: Vec<String>,
+    /// The UID of a pod a write removed, until its deletion event comes.
+    removed: Option<String>,
 }
 
 impl Awaited {
-    /// Whether `seen` is the echo of a write; an echo is consumed.
-    fn take(&mut self, seen: &Seen) -> bool {
+    /// Whether `seen` is known: at a version written (consumed) or, while `held`, read; or
+    /// an event of the removed pod (its deletion is consumed).
+    fn take(&mut self, seen: &Seen, held: bool) -> bool {
         match seen {
-            Seen::Changed(Some(version)) => match self.versions.iter().position(|v| v == version) {
-                Some(at) => {
-                    self.versions.remove(at);
-                    true
+            Seen::Changed { version, uid } => {
+                if let Some(version) = version {
+                    if let Some(at) = self.written.iter().position(|v| v == version) {
+                        self.written.remove(at);
+                        return true;
+                    }
+                    if held && self.read.contains(version) {
+                        return true;
+                    }
                 }
-                None => false,
-            },
-            Seen::Changed(None) => false,
-            Seen::Deleted => std::mem::replace(&mut self.gone, false),
+                uid.is_some() && *uid == self.removed
+            }
+            Seen::Deleted { uid } => {
+                let known = uid.is_some() && *uid == self.removed;
+                if known {
+                    self.removed = None;
+                }
+                known
+            }
         }
     }
 
     fn awaits_nothing(&self) -> bool {
-        !self.writing && self.versions.is_empty() && !self.gone
+        !self.running && self.written.is_empty() && self.removed.is_none()
     }
 }
 
-/// The echoes awaited, by pod. An entry lives from a reconcile's first write of the pod
-/// until its echoes came or another event ended it.
+/// What is known and awaited, by pod. An entry lives from a reconcile's start until its
+/// writes' echoes came or another event ended it.
 #[derive(Debug, Default)]
 pub struct Echoes(HashMap<PodKey, Awaited>);
 
 impl Echoes {
-    /// A reconcile is about to write the pod.
-    pub fn writing(&mut self, key: PodKey) {
-        self.0.entry(key).or_default().writing = true;
+    /// A reconcile of the pod's workspace starts.
+    pub fn reconciling(&mut self, key: PodKey) {
+        self.0.entry(key).or_default().running = true;
     }
 
-    /// One of its writes of the pod succeeded.
-    pub fn written(&mut self, key: &PodKey, written: Written) {
+    /// It read the pod, or a write of it succeeded.
+    pub fn known(&mut self, key: &PodKey, known: Known) {
         let Some(awaited) = self.0.get_mut(key) else {
             return;
         };
-        match written {
-            Written::At(version) => awaited.versions.push(version),
-            Written::Gone => awaited.gone = true,
+        match known {
+            Known::Read(version) => awaited.read.push(version),
+            Known::Written(version) => awaited.written.push(version),
+            Known::Removed(uid) => awaited.removed = Some(uid),
         }
     }
 
-    /// The reconcile is done with the pod. A reconcile that did not write it settles
-    /// `Clean` and changes nothing.
+    /// The reconcile is done.
     pub fn settle(&mut self, key: &PodKey) -> Settled {
         let Some(awaited) = self.0.get_mut(key) else {
             return Settled::Clean;
         };
-        if !awaited.writing {
+        if !awaited.running {
             return Settled::Clean;
         }
-        awaited.writing = false;
+        awaited.running = false;
         let held = std::mem::take(&mut awaited.held);
-        let explained = held.iter().all(|seen| awaited.take(seen));
+        let explained = held.iter().all(|seen| awaited.take(seen, true));
+        awaited.read.clear();
         if !explained {
             self.0.remove(key);
             return Settled::LookAgain;
@@ -129,17 +151,17 @@ impl Echoes {
         Settled::Clean
     }
 
-    /// Whether this event of the pod is dropped: held back while a reconcile writes it, or
-    /// the echo of a settled reconcile's write.
+    /// Whether this event of the pod is dropped: held back while a reconcile runs, or the
+    /// echo of a settled reconcile's write.
     pub fn is_echo(&mut self, key: &PodKey, seen: Seen) -> bool {
         let Some(awaited) = self.0.get_mut(key) else {
             return false;
         };
-        if awaited.writing {
+        if awaited.running {
             awaited.held.push(seen);
             return true;
         }
-        if !awaited.take(&seen) {
+        if !awaited.take(&seen, false) {
             self.0.remove(key);
             return false;
         }
@@ -150,10 +172,10 @@ impl Echoes {
     }
 
     /// The watch lists again: an echo still awaited may never come (its pod went while the
-    /// watch was down), and the list's events trigger every pod anyway. Writes in flight
+    /// watch was down), and the list's events trigger every pod anyway. Running reconciles
     /// keep their entries, to settle.
     pub fn relisting(&mut self) {
-        self.0.retain(|_, awaited| awaited.writing);
+        self.0.retain(|_, awaited| awaited.running);
     }
 }
 

@@ -1,118 +1,180 @@
 use super::*;
 
+const UID: &str = "pod-1";
+
 fn key(name: &str) -> PodKey {
     ("team-a".to_string(), name.to_string())
 }
 
+/// A change of the pod with UID `pod-1` to `version`.
 fn at(version: &str) -> Seen {
-    Seen::Changed(Some(version.to_string()))
+    Seen::Changed {
+        version: Some(version.to_string()),
+        uid: Some(UID.to_string()),
+    }
 }
 
-/// What happens to each event of one pod around one reconcile's writes: `before` come
-/// while it writes, `after` once it settled.
+/// A change of another pod of the same name.
+fn other_at(version: &str) -> Seen {
+    Seen::Changed {
+        version: Some(version.to_string()),
+        uid: Some("pod-2".to_string()),
+    }
+}
+
+fn deleted() -> Seen {
+    Seen::Deleted {
+        uid: Some(UID.to_string()),
+    }
+}
+
+fn written(version: &str) -> Known {
+    Known::Written(version.to_string())
+}
+
+fn read(version: &str) -> Known {
+    Known::Read(version.to_string())
+}
+
+fn removed() -> Known {
+    Known::Removed(UID.to_string())
+}
+
+/// One reconcile: `before` come while it runs, `known` is what it read and wrote; then
+/// each of `after`, and whether it is dropped.
 struct Case {
     what: &'static str,
-    writes: Vec<Written>,
+    known: Vec<Known>,
     before: Vec<Seen>,
     settled: Settled,
-    /// Each later event, and whether it is dropped.
     after: Vec<(Seen, bool)>,
 }
 
 #[test]
-fn only_the_echoes_of_the_reconcilers_own_writes_are_dropped() {
+fn only_events_the_reconcile_knows_of_are_dropped() {
     let cases = [
         Case {
             what: "a create answered before its echo came",
-            writes: vec![Written::At("10".into())],
+            known: vec![written("10")],
             before: vec![],
             settled: Settled::Clean,
             after: vec![(at("10"), true), (at("10"), false), (at("11"), false)],
         },
         Case {
             what: "a create whose echo came first",
-            writes: vec![Written::At("20".into())],
+            known: vec![written("20")],
             before: vec![at("20")],
             settled: Settled::Clean,
             after: vec![(at("21"), false)],
         },
         Case {
-            what: "a create refused: nothing was written, nothing came",
-            writes: vec![],
+            what: "a reconcile that knew nothing of the pod and saw nothing",
+            known: vec![],
             before: vec![],
             settled: Settled::Clean,
             after: vec![(at("5"), false)],
         },
         Case {
             what: "a create refused while a stranger's pod of that name appeared",
-            writes: vec![],
-            before: vec![at("5")],
+            known: vec![],
+            before: vec![other_at("5")],
             settled: Settled::LookAgain,
-            after: vec![(at("6"), false)],
+            after: vec![(other_at("6"), false)],
+        },
+        Case {
+            what: "the kubelet's change, read before it came",
+            known: vec![read("30")],
+            before: vec![at("30")],
+            settled: Settled::Clean,
+            after: vec![(at("31"), false)],
+        },
+        Case {
+            what: "a version only read is not awaited afterwards",
+            known: vec![read("35")],
+            before: vec![],
+            settled: Settled::Clean,
+            after: vec![(at("35"), false)],
         },
         Case {
             what: "a graceful delete, then the kubelet's change",
-            writes: vec![Written::At("30".into())],
+            known: vec![read("39"), written("40")],
             before: vec![],
             settled: Settled::Clean,
-            after: vec![(at("30"), true), (at("31"), false)],
+            after: vec![(at("40"), true), (at("41"), false)],
         },
         Case {
-            what: "the kubelet changed the pod while the delete was in flight",
-            writes: vec![Written::At("41".into())],
-            before: vec![at("40"), at("41")],
+            what: "the kubelet changed the pod after the read, and the delete kept it",
+            known: vec![read("44"), written("46")],
+            before: vec![at("45"), at("46")],
             settled: Settled::LookAgain,
-            after: vec![(at("41"), false)],
+            after: vec![(at("46"), false)],
         },
         Case {
-            what: "a release, then the delete that left the pod gone",
-            writes: vec![Written::At("50".into()), Written::Gone],
+            what: "a release, then the delete that removed the pod",
+            known: vec![read("49"), written("50"), removed()],
             before: vec![at("50")],
             settled: Settled::Clean,
-            after: vec![(Seen::Deleted, true), (at("1"), false)],
+            after: vec![(deleted(), true), (at("1"), false)],
         },
         Case {
-            what: "a release whose echoes both came while it wrote",
-            writes: vec![Written::At("60".into()), Written::Gone],
-            before: vec![at("60"), Seen::Deleted],
+            what: "the kubelet's change after the read, history once the release removed it",
+            known: vec![read("59"), written("61"), removed()],
+            before: vec![at("60"), at("61"), deleted()],
             settled: Settled::Clean,
-            after: vec![(at("1"), false)],
+            after: vec![(other_at("1"), false)],
+        },
+        Case {
+            what: "a release's changes come late: history until the deletion",
+            known: vec![written("70"), removed()],
+            before: vec![],
+            settled: Settled::Clean,
+            after: vec![(at("69"), true), (at("70"), true), (deleted(), true)],
         },
         Case {
             what: "a release that left the pod stored, then its deletion by the kubelet",
-            writes: vec![Written::At("70".into())],
+            known: vec![written("75")],
             before: vec![],
             settled: Settled::Clean,
-            after: vec![(at("70"), true), (Seen::Deleted, false)],
+            after: vec![(at("75"), true), (deleted(), false)],
+        },
+        Case {
+            what: "a new pod of the name after the removal is news",
+            known: vec![removed()],
+            before: vec![other_at("80")],
+            settled: Settled::LookAgain,
+            after: vec![(deleted(), false)],
         },
         Case {
             what: "the pod deleted by someone else, in place of the awaited echo",
-            writes: vec![Written::At("80".into())],
+            known: vec![written("85")],
             before: vec![],
             settled: Settled::Clean,
-            after: vec![(Seen::Deleted, false), (at("80"), false)],
+            after: vec![(deleted(), false), (at("85"), false)],
         },
         Case {
-            what: "an event without a version is never an echo",
-            writes: vec![Written::At("90".into())],
-            before: vec![Seen::Changed(None)],
+            what: "events without a version or UID are never known",
+            known: vec![read("90"), removed()],
+            before: vec![Seen::Changed {
+                version: None,
+                uid: None,
+            }],
             settled: Settled::LookAgain,
-            after: vec![],
+            after: vec![(Seen::Deleted { uid: None }, false)],
         },
     ];
     for case in cases {
         let mut echoes = Echoes::default();
         let pod = key("ws-alice");
-        echoes.writing(pod.clone());
+        echoes.reconciling(pod.clone());
         for seen in case.before {
             assert!(
                 echoes.is_echo(&pod, seen),
-                "{}: held back while writing",
+                "{}: held back while it runs",
                 case.what
             );
         }
-        for written in case.writes {
-            echoes.written(&pod, written);
+        for known in case.known {
+            echoes.known(&pod, known);
         }
         assert_eq!(echoes.settle(&pod), case.settled, "{}", case.what);
         for (seen, dropped) in case.after {
@@ -128,19 +190,20 @@ fn only_the_echoes_of_the_reconcilers_own_writes_are_dropped() {
 }
 
 #[test]
-fn other_pods_and_reconciles_that_wrote_nothing_are_untouched() {
+fn other_pods_and_other_reconciles_are_untouched() {
     let mut echoes = Echoes::default();
-    echoes.writing(key("ws-alice"));
+    echoes.reconciling(key("ws-alice"));
     assert!(
         !echoes.is_echo(&key("ws-bob"), at("1")),
-        "bob is not written"
+        "bob's is not running"
     );
+    echoes.known(&key("ws-bob"), written("1"));
     assert_eq!(
         echoes.settle(&key("ws-bob")),
         Settled::Clean,
-        "bob's reconcile wrote nothing"
+        "bob's reconcile was not started here"
     );
-    echoes.written(&key("ws-alice"), Written::At("2".into()));
+    echoes.known(&key("ws-alice"), written("2"));
     assert_eq!(echoes.settle(&key("ws-alice")), Settled::Clean);
     assert_eq!(
         echoes.settle(&key("ws-alice")),
@@ -155,13 +218,13 @@ fn other_pods_and_reconciles_that_wrote_nothing_are_untouched() {
 fn a_later_reconcile_settles_the_echoes_an_earlier_one_still_awaits() {
     let mut echoes = Echoes::default();
     let pod = key("ws-alice");
-    echoes.writing(pod.clone());
-    echoes.written(&pod, Written::At("10".into()));
+    echoes.reconciling(pod.clone());
+    echoes.known(&pod, written("10"));
     assert_eq!(echoes.settle(&pod), Settled::Clean);
-    // The next reconcile writes before the first one's echo came.
-    echoes.writing(pod.clone());
+    // The next reconcile starts before the first one's echo came.
+    echoes.reconciling(pod.clone());
     assert!(echoes.is_echo(&pod, at("10")));
-    echoes.written(&pod, Written::At("12".into()));
+    echoes.known(&pod, written("12"));
     assert_eq!(
         echoes.settle(&pod),
         Settled::Clean,
@@ -172,20 +235,20 @@ fn a_later_reconcile_settles_the_echoes_an_earlier_one_still_awaits() {
 }
 
 #[test]
-fn a_relist_forgets_what_is_awaited_but_not_what_is_being_written() {
+fn a_relist_forgets_what_is_awaited_but_not_what_runs() {
     let mut echoes = Echoes::default();
-    echoes.writing(key("ws-alice"));
-    echoes.written(&key("ws-alice"), Written::Gone);
+    echoes.reconciling(key("ws-alice"));
+    echoes.known(&key("ws-alice"), removed());
     assert_eq!(echoes.settle(&key("ws-alice")), Settled::Clean);
-    echoes.writing(key("ws-bob"));
+    echoes.reconciling(key("ws-bob"));
     echoes.relisting();
     assert!(
-        !echoes.is_echo(&key("ws-alice"), Seen::Deleted),
+        !echoes.is_echo(&key("ws-alice"), deleted()),
         "alice's deletion may have gone by while the watch was down"
     );
     assert!(
         echoes.is_echo(&key("ws-bob"), at("3")),
-        "bob's write is still in flight"
+        "bob's reconcile still runs"
     );
     assert_eq!(echoes.settle(&key("ws-bob")), Settled::LookAgain);
 }

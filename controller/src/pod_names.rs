@@ -9,11 +9,11 @@
 //! yields keep only the name, the namespace, the resource version and the owner
 //! references to Workspaces, which the controller's trigger maps from.
 //!
-//! The events of the reconciler's own writes of a pod (its create, delete and release) are
-//! dropped here instead of costing a reconcile (two reads) each: the reconcile that wrote
-//! already planned with what the write returned. Which events those are is
-//! `pod_echoes`'s rule; the reconciler says when it writes (`writing`), what each write
-//! left (`written`) and when it is done (`settle`).
+//! The events of a pod that its reconciler already knows of (a state it read, its own
+//! create, delete or release) are dropped here instead of costing a reconcile (two reads)
+//! each: the reconcile already planned with that state. Which events those are is
+//! `pod_echoes`'s rule; the reconciler says when it starts (`reconciling`), what it read
+//! and wrote (`known`) and when it is done (`settle`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -31,7 +31,7 @@ use lifeguard_api::names::{
     workspace_of_pod,
 };
 
-use crate::pod_echoes::{Echoes, Seen, Settled, Written};
+use crate::pod_echoes::{Echoes, Known, Seen, Settled};
 use crate::stopping::StoppingPod;
 use crate::workspace::pod_read::CachedPod;
 
@@ -233,23 +233,23 @@ impl PodNames {
         self.echoes.lock().ok()
     }
 
-    /// The reconciler is about to write pod `name` in `namespace` (create, delete or
-    /// release it), and will plan with what the write returns.
-    pub fn writing(&self, namespace: &str, name: &str) {
+    /// A reconcile of the workspace of pod `name` in `namespace` starts: the pod's
+    /// events are held back until it settles.
+    pub fn reconciling(&self, namespace: &str, name: &str) {
         if let Some(mut echoes) = self.echoes() {
-            echoes.writing((namespace.to_string(), name.to_string()));
+            echoes.reconciling((namespace.to_string(), name.to_string()));
         }
     }
 
-    /// One of those writes succeeded and left the pod so.
-    pub fn written(&self, namespace: &str, name: &str, written: Written) {
+    /// It read the pod, or one of its writes of the pod succeeded.
+    pub fn known(&self, namespace: &str, name: &str, known: Known) {
         if let Some(mut echoes) = self.echoes() {
-            echoes.written(&(namespace.to_string(), name.to_string()), written);
+            echoes.known(&(namespace.to_string(), name.to_string()), known);
         }
     }
 
-    /// The reconcile is done with the pod: whether it must look again because something
-    /// else changed the pod while it wrote. `Clean` if it wrote nothing.
+    /// The reconcile is done: whether it must look again because something else changed
+    /// the pod while it ran.
     pub fn settle(&self, namespace: &str, name: &str) -> Settled {
         match self.echoes() {
             Some(mut echoes) => echoes.settle(&(namespace.to_string(), name.to_string())),
@@ -258,13 +258,22 @@ impl PodNames {
         }
     }
 
-    /// Whether this watch event is dropped as the echo of the reconciler's own write.
+    /// Whether this watch event is dropped: one the reconciler knows of (`pod_echoes`).
     fn is_echo(&self, event: &watcher::Event<PartialObjectMeta<Pod>>) -> bool {
         let (pod, seen) = match event {
-            watcher::Event::Apply(pod) | watcher::Event::InitApply(pod) => {
-                (pod, Seen::Changed(pod.metadata.resource_version.clone()))
-            }
-            watcher::Event::Delete(pod) => (pod, Seen::Deleted),
+            watcher::Event::Apply(pod) | watcher::Event::InitApply(pod) => (
+                pod,
+                Seen::Changed {
+                    version: pod.metadata.resource_version.clone(),
+                    uid: pod.metadata.uid.clone(),
+                },
+            ),
+            watcher::Event::Delete(pod) => (
+                pod,
+                Seen::Deleted {
+                    uid: pod.metadata.uid.clone(),
+                },
+            ),
             watcher::Event::Init => {
                 if let Some(mut echoes) = self.echoes() {
                     echoes.relisting();
@@ -294,7 +303,7 @@ impl PodNames {
     }
 }
 
-/// Keeps the name, the namespace, the resource version (for `is_echo`) and the owner
+/// Keeps the name, the namespace, the UID and resource version (for `is_echo`) and the owner
 /// references to Workspaces (without `blockOwnerDeletion`, which nothing reads): the
 /// controller maps each pod event to its Workspace through them. Of a stopping pod
 /// (`stopping::StoppingPod`) also what the sweep reads: the deletion timestamp, our
@@ -306,6 +315,7 @@ fn strip(pod: &mut PartialObjectMeta<Pod>) {
     pod.metadata.name = meta.name;
     pod.metadata.namespace = meta.namespace;
     pod.metadata.resource_version = meta.resource_version;
+    pod.metadata.uid = meta.uid;
     let workspace_kind = Workspace::kind(&());
     let owners: Vec<OwnerReference> = meta
         .owner_references

@@ -22,7 +22,7 @@ fn strip_keeps_what_the_trigger_and_the_lookup_read() {
     strip(&mut pod);
     assert_eq!(
         serde_json::to_value(&pod.metadata).expect("serializes"),
-        json!({"name": "ws-alice", "namespace": "team-a", "resourceVersion": "42", "ownerReferences": [
+        json!({"name": "ws-alice", "namespace": "team-a", "uid": "p1", "resourceVersion": "42", "ownerReferences": [
             {"apiVersion": "lifeguard.dev/v1alpha1", "kind": "Workspace", "name": "alice",
              "uid": "w1", "controller": true}]}),
         "a running pod keeps no finalizer: only stopping ones are the sweep's"

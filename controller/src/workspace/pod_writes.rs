@@ -1,19 +1,19 @@
-//! The workspace reconciler's writes of a pod, told to the cache of pod names so that
-//! their watch events are dropped as echoes (`crate::pod_echoes`): the reconcile plans
-//! again with what each write returned instead.
+//! What the workspace reconciler reads and writes of its pod, told to the cache of pod
+//! names so that the watch events of those states are dropped (`crate::pod_echoes`): the
+//! reconcile plans with what it read, and again with what each write returned.
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 use kube::api::Api;
 
 use crate::finalizers::{self, PodLeft, Released};
-use crate::pod_echoes::{Settled, Written};
+use crate::pod_echoes::{Known, Settled};
 use crate::pod_names::PodNames;
 use crate::{Context, Error};
 
-/// One reconcile's writes of its pod, settled with the cache of pod names when the
-/// reconcile is done (`pod_echoes`): also when it fails or is dropped half-way, so that no
-/// pod's events stay held back.
+/// One reconcile's view of its pod: started with the cache of pod names when the reconcile
+/// starts, settled when it is done (`pod_echoes`), also when it fails or is dropped
+/// half-way, so that no pod's events stay held back.
 pub struct PodWrites<'a> {
     pods: &'a PodNames,
     namespace: &'a str,
@@ -23,11 +23,20 @@ pub struct PodWrites<'a> {
 
 impl<'a> PodWrites<'a> {
     pub fn new(pods: &'a PodNames, namespace: &'a str, name: &'a str) -> Self {
+        pods.reconciling(namespace, name);
         PodWrites {
             pods,
             namespace,
             name,
             settled: false,
+        }
+    }
+
+    /// The reconcile read the pod.
+    pub fn read(&self, pod: &Pod) {
+        if let Some(version) = &pod.metadata.resource_version {
+            self.pods
+                .known(self.namespace, self.name, Known::Read(version.clone()));
         }
     }
 
@@ -46,18 +55,17 @@ impl Drop for PodWrites<'_> {
     }
 }
 
-/// Tells the cache of pod names what a write of `pod` (named, in its namespace) left.
-fn note_written(ctx: &Context, namespace: &str, name: &str, left: &PodLeft) {
-    let written = match left {
-        PodLeft::Stored(pod) => match &pod.metadata.resource_version {
-            Some(version) => Written::At(version.clone()),
-            // Nothing to match its echo by: the echo will look like a change, and the
-            // reconcile looks again.
-            None => return,
-        },
-        PodLeft::Gone => Written::Gone,
+/// Tells the cache of pod names what a write of pod `name` in `namespace` left.
+pub fn note_written(ctx: &Context, namespace: &str, name: &str, left: &PodLeft) {
+    let known = match left {
+        PodLeft::Stored(pod) => pod.metadata.resource_version.clone().map(Known::Written),
+        PodLeft::Gone { uid } => uid.clone().map(Known::Removed),
     };
-    ctx.pods.written(namespace, name, written);
+    // Without a version or UID nothing matches its events: they look like news, and the
+    // reconcile looks again.
+    if let Some(known) = known {
+        ctx.pods.known(namespace, name, known);
+    }
 }
 
 /// Deletes exactly `pod` (`finalizers::delete_exactly`), telling the cache of pod names.
@@ -68,7 +76,6 @@ pub async fn delete_pod(
     grace_seconds: Option<u32>,
 ) -> Result<Option<PodLeft>, Error> {
     let (namespace, name) = (pod.namespace().unwrap_or_default(), pod.name_any());
-    ctx.pods.writing(&namespace, &name);
     let left = finalizers::delete_exactly(pods, pod, grace_seconds).await?;
     if let Some(left) = &left {
         note_written(ctx, &namespace, &name, left);
@@ -83,7 +90,6 @@ pub async fn release_pod(
     (namespace, name): (&str, &str),
     read: Option<&Pod>,
 ) -> Result<Released, Error> {
-    ctx.pods.writing(namespace, name);
     let released = finalizers::release_pod(pods, name, read).await?;
     for left in &released.writes {
         note_written(ctx, namespace, name, left);

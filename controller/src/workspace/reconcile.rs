@@ -25,7 +25,7 @@ use crate::finalizers::{self, PodLeft, Removal};
 use crate::node_loss::{self, NodeLossStep};
 use crate::notice;
 use crate::phase_tally::WorkspaceKey;
-use crate::pod_echoes::{Settled, Written};
+use crate::pod_echoes::{Known, Settled};
 use crate::podspec;
 use crate::workspace::plan::{
     Action, CreateRefusal, REJECTED_AFTER_RUNNING, create_retry_at, created_status, plan_observed,
@@ -154,8 +154,14 @@ pub async fn reconcile(
     let pod_name = pod_name(&name);
     let writes = PodWrites::new(&ctx.pods, &namespace, &pod_name);
     let planned = async {
+        let read = |pod: Option<Pod>| {
+            if let Some(pod) = &pod {
+                writes.read(pod);
+            }
+            pod
+        };
         let mut pod = if pod_read::must_read(&ws, ctx.pods.lookup(&namespace, &pod_name)) {
-            pods.get_opt(&pod_name).await?
+            read(pods.get_opt(&pod_name).await?)
         } else {
             None
         };
@@ -163,7 +169,7 @@ pub async fn reconcile(
             match reconcile_pass(&ctx, &workspaces, &pods, &ws, pod.as_ref()).await? {
                 Pass::Done(requeue) => return Ok(requeue),
                 Pass::Rewritten(stored) => ws = *stored,
-                Pass::PodExists => pod = pods.get_opt(&pod_name).await?,
+                Pass::PodExists => pod = read(pods.get_opt(&pod_name).await?),
                 Pass::Created(created) => (ws, pod) = (created.0, Some(created.1)),
                 Pass::PodWritten(left) => pod = left.map(|p| *p),
             }
@@ -185,7 +191,7 @@ pub async fn reconcile(
 fn planned_with(left: PodLeft) -> Pass {
     Pass::PodWritten(match left {
         PodLeft::Stored(pod) => Some(pod),
-        PodLeft::Gone => None,
+        PodLeft::Gone { .. } => None,
     })
 }
 
@@ -610,8 +616,6 @@ async fn create_pod(
     if let Some(node) = podspec::node_to_avoid(ws, recreation, ctx.settings.avoid_refusing_node) {
         podspec::avoid_node(&mut pod, &node);
     }
-    let namespace = ws.namespace().unwrap_or_default();
-    ctx.pods.writing(&namespace, &pod.name_any());
     let created = match pods.create(&PostParams::default(), &pod).await {
         Ok(created) => created,
         // Already there (our earlier create whose status write was lost, or a stranger's
@@ -631,11 +635,9 @@ async fn create_pod(
         Err(e) => return Err(e.into()),
     };
     if let Some(version) = &created.metadata.resource_version {
-        ctx.pods.written(
-            &namespace,
-            &created.name_any(),
-            Written::At(version.clone()),
-        );
+        let namespace = ws.namespace().unwrap_or_default();
+        let known = Known::Written(version.clone());
+        ctx.pods.known(&namespace, &created.name_any(), known);
     }
     let status = created_status(
         ws,

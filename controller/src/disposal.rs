@@ -26,6 +26,16 @@ pub const REASON_SAVED: &str = "Saved";
 pub const REASON_AGENT_FAILED: &str = "AgentFailed";
 pub const REASON_TIMED_OUT: &str = "TimedOut";
 
+/// The `reason` label of `lifeguard_controller_disposals_unconfirmed_total` for a
+/// `DisposalConfirmed=False` condition with reason `reason`.
+pub fn unconfirmed_label(reason: &str) -> &'static str {
+    if reason == REASON_TIMED_OUT {
+        "timed_out"
+    } else {
+        "agent_failed"
+    }
+}
+
 /// Whether a new pod of `ws` waits for its backup agent's confirmation.
 pub fn confirmation_applies(ws: &Workspace, settings: &Settings) -> bool {
     ws.spec

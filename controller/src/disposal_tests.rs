@@ -198,3 +198,16 @@ fn who_confirms_disposal() {
         );
     }
 }
+
+#[test]
+fn an_unconfirmed_outcome_is_counted_by_its_cause() {
+    let cases = [
+        (REASON_TIMED_OUT, "timed_out"),
+        (REASON_AGENT_FAILED, "agent_failed"),
+        // Any other reason the condition may carry is the agent's.
+        ("SomethingElse", "agent_failed"),
+    ];
+    for (reason, label) in cases {
+        assert_eq!(unconfirmed_label(reason), label, "{reason}");
+    }
+}

@@ -30,7 +30,7 @@ use crate::disposal;
 use crate::finalizers::{self, Removal};
 use crate::metrics::Metrics;
 use crate::pod_names::PodNames;
-use crate::stopping::{self, OwningWorkspace, StoppingPod, release_cause};
+use crate::stopping::{self, StoppingPod, release_cause};
 use crate::workspace::plan::{Action, Settings};
 
 /// What the sweep reads: the stopping pods and the Workspaces the controller caches.
@@ -93,16 +93,19 @@ async fn look(
     let Some(pod) = StoppingPod::of(&fresh.metadata) else {
         return Ok(false);
     };
-    let exists = match &pod.owner {
-        None => false,
+    // Read whole: a pod that waits for its agent has its outcome recorded on it below.
+    // Only overdue pods get here, so the few bytes more than its metadata are rare.
+    let workspace = match &pod.owner {
+        None => None,
         Some(owner) => {
             let workspaces: Api<Workspace> = Api::namespaced(client.clone(), namespace);
             workspaces
-                .get_metadata_opt(&owner.name)
+                .get_opt(&owner.name)
                 .await?
-                .is_some_and(|w| w.metadata.uid.as_deref() == Some(&*owner.uid))
+                .filter(|w| w.metadata.uid.as_deref() == Some(&*owner.uid))
         }
     };
+    let exists = workspace.is_some();
     let now = Timestamp::now();
     let Some(cause) = release_cause(&pod, exists, now, settings) else {
         return Ok(false);
@@ -111,12 +114,12 @@ async fn look(
     // reconciler too, so a sweep stepping in for it must record it.
     let confirmed_by_agent =
         lifeguard_api::disposal::confirmation_required(fresh.metadata.annotations.as_ref());
-    if let (true, true, Some(owner)) = (exists, confirmed_by_agent, &pod.owner) {
+    if let (true, Some(ws)) = (confirmed_by_agent, &workspace) {
         let waiting = Pod {
             metadata: fresh.metadata,
             ..Pod::default()
         };
-        if !record_disposal(client, namespace, owner, &waiting, now, settings, metrics).await? {
+        if !record_disposal(client, ws, &waiting, now, settings, metrics).await? {
             return Ok(false);
         }
     }
@@ -138,21 +141,14 @@ async fn look(
 /// would count its work as disposed of. Returns whether the pod may be released now.
 async fn record_disposal(
     client: &Client,
-    namespace: &str,
-    owner: &OwningWorkspace,
+    ws: &Workspace,
     pod: &Pod,
     now: Timestamp,
     settings: &Settings,
     metrics: &Metrics,
 ) -> Result<bool, kube::Error> {
+    let namespace = ws.metadata.namespace.as_deref().unwrap_or_default();
     let workspaces: Api<Workspace> = Api::namespaced(client.clone(), namespace);
-    let Some(ws) = workspaces.get_opt(&owner.name).await? else {
-        return Ok(true);
-    };
-    if ws.metadata.uid.as_deref() != Some(&*owner.uid) {
-        // A successor of the same name: nothing of this pod's to record on it.
-        return Ok(true);
-    }
     let receipts: Api<DisposalReceipt> = Api::namespaced(client.clone(), namespace);
     let receipt = match pod.metadata.uid.as_deref() {
         Some(uid) => {
@@ -166,7 +162,7 @@ async fn record_disposal(
         }
         None => None,
     };
-    let status = match disposal::release(&ws, pod, receipt, now, settings) {
+    let status = match disposal::release(ws, pod, receipt, now, settings) {
         Action::RecordDisposal(status) => status,
         // Recorded already (the reconciler got there), or, with other settings than the
         // caller's deadline assumed, not due yet.
@@ -180,11 +176,7 @@ async fn record_disposal(
         .iter()
         .find(|c| c.type_ == DISPOSAL_CONFIRMED && c.status != "True")
     {
-        let label = if c.reason == disposal::REASON_TIMED_OUT {
-            "timed_out"
-        } else {
-            "agent_failed"
-        };
+        let label = disposal::unconfirmed_label(&c.reason);
         metrics
             .disposals_unconfirmed
             .with_label_values(&[label])

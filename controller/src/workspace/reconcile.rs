@@ -530,11 +530,12 @@ async fn reconcile_plan(
                     )
                     .await;
                 } else {
-                    let (reason, label) = if c.reason == disposal::REASON_TIMED_OUT {
-                        ("DisposalTimedOut", "timed_out")
+                    let reason = if c.reason == disposal::REASON_TIMED_OUT {
+                        "DisposalTimedOut"
                     } else {
-                        ("DisposalFailed", "agent_failed")
+                        "DisposalFailed"
                     };
+                    let label = disposal::unconfirmed_label(&c.reason);
                     ctx.metrics
                         .disposals_unconfirmed
                         .with_label_values(&[label])

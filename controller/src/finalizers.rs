@@ -27,7 +27,7 @@ use crate::pod_ended;
 /// Attempts before giving the conflict back to the reconciler's error policy.
 const ATTEMPTS: usize = 5;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub enum Removal {
     Removed { conflicts: usize },
     NotPresent,

@@ -6,7 +6,7 @@
 //! The cache is an index of (namespace, name) to the owning Workspace, a few dozen bytes a
 //! pod plus its name: that, not a reflector store of pod metadata (about 1 KB a pod even
 //! stripped), is what the 10,000-workspace memory target allows. The pods the stream
-//! yields keep only the name, the namespace, the resource version and the owner
+//! yields keep only the name, the namespace, the UID, the resource version and the owner
 //! references to Workspaces, which the controller's trigger maps from.
 //!
 //! The events of a pod that its reconciler already knows of (a state it read, its own
@@ -189,7 +189,8 @@ impl PodIndex {
 #[derive(Clone)]
 pub struct PodNames {
     index: Arc<Mutex<PodIndex>>,
-    /// The echoes of the reconciler's own writes, awaited (`pod_echoes`).
+    /// What running and settled reconciles know of their pods, to drop the events they
+    /// need not see (`pod_echoes`).
     echoes: Arc<Mutex<Echoes>>,
     /// Whether the index holds a first complete list, for those who must wait for it.
     listed: Arc<tokio::sync::watch::Sender<bool>>,

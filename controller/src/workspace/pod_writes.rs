@@ -14,17 +14,17 @@ use crate::{Context, Error};
 /// One reconcile's view of its pod: started with the cache of pod names when the reconcile
 /// starts, settled when it is done (`pod_echoes`), also when it fails or is dropped
 /// half-way, so that no pod's events stay held back.
-pub struct PodWrites<'a> {
+pub struct PodView<'a> {
     pods: &'a PodNames,
     namespace: &'a str,
     name: &'a str,
     settled: bool,
 }
 
-impl<'a> PodWrites<'a> {
+impl<'a> PodView<'a> {
     pub fn new(pods: &'a PodNames, namespace: &'a str, name: &'a str) -> Self {
         pods.reconciling(namespace, name);
-        PodWrites {
+        PodView {
             pods,
             namespace,
             name,
@@ -46,7 +46,7 @@ impl<'a> PodWrites<'a> {
     }
 }
 
-impl Drop for PodWrites<'_> {
+impl Drop for PodView<'_> {
     fn drop(&mut self) {
         if !self.settled {
             // Dropped half-way (the controller stops leading): nothing to look again for.

@@ -31,7 +31,7 @@ use crate::workspace::plan::{
     Action, CreateRefusal, REJECTED_AFTER_RUNNING, create_retry_at, created_status, plan_observed,
     record_create_refusal,
 };
-use crate::workspace::pod_writes::{self, PodWrites, delete_pod};
+use crate::workspace::pod_writes::{self, PodView, delete_pod};
 use crate::workspace::{observe, pod_read, start_latency};
 use crate::{Context, Error, FIELD_MANAGER};
 
@@ -152,11 +152,11 @@ pub async fn reconcile(
     };
     ctx.phases.note(key, ws.phase());
     let pod_name = pod_name(&name);
-    let writes = PodWrites::new(&ctx.pods, &namespace, &pod_name);
+    let view = PodView::new(&ctx.pods, &namespace, &pod_name);
     let planned = async {
         let read = |pod: Option<Pod>| {
             if let Some(pod) = &pod {
-                writes.read(pod);
+                view.read(pod);
             }
             pod
         };
@@ -178,7 +178,7 @@ pub async fn reconcile(
         Ok(Requeue::requeue(AFTER_WRITE))
     }
     .await;
-    match (writes.settle(), planned) {
+    match (view.settle(), planned) {
         (Settled::LookAgain, Ok(_)) => {
             tracing::debug!(workspace = %name, %namespace, "pod changed while written; looking again");
             Ok(Requeue::requeue(Duration::ZERO))

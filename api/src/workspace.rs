@@ -30,7 +30,8 @@ pub struct WorkspaceSpec {
     #[schemars(schema_with = "crate::schema::pod_template")]
     pub pod_template: PodTemplateSpec,
     /// Keep the stopped pod until the node's backup agent confirms that the work is saved
-    /// (or the controller's `--disposal-confirm-timeout` passes). Absent: the controller's
+    /// (or the controller's `--disposal-confirm-timeout` passes after its containers
+    /// stopped). Absent: the controller's
     /// `--confirm-disposal` default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirm_disposal: Option<bool>,

@@ -211,3 +211,103 @@ fn an_unconfirmed_outcome_is_counted_by_its_cause() {
         assert_eq!(unconfirmed_label(reason), label, "{reason}");
     }
 }
+
+/// A pod deleted at 22:00 (its deletion time, grace included) whose containers the kubelet
+/// reported with these states.
+fn stopped_pod(states: Value) -> Pod {
+    let statuses: Vec<Value> = states
+        .as_array()
+        .expect("states literal")
+        .iter()
+        .enumerate()
+        .map(|(i, state)| {
+            json!({"name": format!("c{i}"), "image": "ws", "imageID": "",
+                                  "ready": false, "restartCount": 0, "state": state})
+        })
+        .collect();
+    let mut p = pod(true, None);
+    p.status = Some(
+        serde_json::from_value(json!({"phase": "Running", "containerStatuses": statuses}))
+            .expect("status literal"),
+    );
+    p
+}
+
+fn finished(at: &str) -> Value {
+    json!({"terminated": {"exitCode": 0, "finishedAt": at}})
+}
+
+#[test]
+fn the_agents_wait_starts_when_the_containers_stopped() {
+    // Disposal timeout 2m (the default): the latest the wait starts is 22:02.
+    let cases = [
+        ("no statuses reported", stopped_pod(json!([])), "22:00:00"),
+        (
+            "stopped within the grace period",
+            stopped_pod(json!([finished("2026-12-01T21:59:30Z")])),
+            "22:00:00",
+        ),
+        (
+            "the kubelet stopped them late",
+            stopped_pod(json!([finished("2026-12-01T22:00:40Z")])),
+            "22:00:40",
+        ),
+        (
+            "the last container to stop counts",
+            stopped_pod(json!([
+                finished("2026-12-01T22:00:10Z"),
+                finished("2026-12-01T22:01:05Z")
+            ])),
+            "22:01:05",
+        ),
+        (
+            "a container reported waiting has no stop time",
+            stopped_pod(json!([{"waiting": {"reason": "ContainerCreating"}},
+                               finished("2026-12-01T22:00:20Z")])),
+            "22:00:20",
+        ),
+        (
+            "a stop time past the disposal timeout (a lagging node, or its clock) is capped",
+            stopped_pod(json!([finished("2026-12-02T09:00:00Z")])),
+            "22:02:00",
+        ),
+    ];
+    for (what, p, want) in cases {
+        assert_eq!(
+            agent_asked_at(&p, &settings()),
+            Some(at(&format!("2026-12-01T{want}Z"))),
+            "{what}"
+        );
+    }
+    let mut not_deleting = stopped_pod(json!([finished("2026-12-01T22:00:40Z")]));
+    not_deleting.metadata.deletion_timestamp = None;
+    assert_eq!(agent_asked_at(&not_deleting, &settings()), None);
+}
+
+#[test]
+fn a_kubelet_behind_its_pods_does_not_shorten_the_agents_wait() {
+    // Deleted at 22:00, containers reported stopped at 22:01: the 10 m wait ends at 22:11.
+    let ws = ws(None, json!([]));
+    let late = stopped_pod(json!([finished("2026-12-01T22:01:00Z")]));
+    let cases = [
+        ("past the deletion's deadline", "22:10:30", "wait"),
+        ("at the stop's deadline", "22:11:00", "False/TimedOut"),
+    ];
+    for (what, now, want) in cases {
+        let now = at(&format!("2026-12-01T{now}Z"));
+        let got = match release(&ws, &late, None, now, &settings()) {
+            Action::WaitUntil(t) => {
+                assert_eq!(t, at("2026-12-01T22:11:00Z"), "{what}");
+                "wait".to_string()
+            }
+            Action::RecordDisposal(status) => status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == DISPOSAL_CONFIRMED)
+                .map(|c| format!("{}/{}", c.status, c.reason))
+                .unwrap_or_default(),
+            other => panic!("{what}: {other:?}"),
+        };
+        assert_eq!(got, want, "{what}");
+    }
+}

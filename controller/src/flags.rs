@@ -44,8 +44,9 @@ pub struct Config {
     /// otherwise in `spec.confirmDisposal`.
     #[arg(long, env = "LIFEGUARD_CONFIRM_DISPOSAL", default_value_t = false)]
     pub confirm_disposal: bool,
-    /// How long after a pod was asked to stop its release waits for the backup agent's
-    /// answer; then it is released anyway, with a Warning Event, `DisposalConfirmed=False`
+    /// How long after a pod's containers stopped its release waits for the backup agent's
+    /// answer (counted from the deletion time, or from the kubelet's later report of the
+    /// stop, at most `--disposal-timeout` after it); then it is released anyway, with a Warning Event, `DisposalConfirmed=False`
     /// and `lifeguard_controller_disposals_unconfirmed_total`.
     #[arg(long, env = "LIFEGUARD_DISPOSAL_CONFIRM_TIMEOUT", default_value = "10m", value_parser = parse_duration)]
     pub disposal_confirm_timeout: SignedDuration,

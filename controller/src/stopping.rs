@@ -79,13 +79,19 @@ pub fn release_cause(
     }
     // A pod whose Workspace exists is the reconciler's to release: it records the final
     // state (and, for a pod waiting for its backup agent, the outcome) first, and releases
-    // at the latest at its own deadline, the disposal timeout (or the agent's wait) after
-    // the deletion. The sweep steps in only a disposal timeout after that deadline, for a
-    // reconciler that did not act. At its deadline, the sweep raced a busy reconciler: in a
-    // drain of 2,000 workspaces it released 46 pods before their final state was recorded,
-    // and read each overdue pod and its Workspace every interval meanwhile.
+    // at the latest at its own deadline: the disposal timeout after the deletion, or for a
+    // pod waiting for its agent, the agent's wait after the containers stopped, which is
+    // at most a disposal timeout after the deletion (`disposal::agent_asked_at`; the sweep
+    // reads no container statuses, so it assumes the latest). The sweep steps in only a
+    // disposal timeout after that deadline, for a reconciler that did not act. At its
+    // deadline, the sweep raced a busy reconciler: in a drain of 2,000 workspaces it
+    // released 46 pods before their final state was recorded, and read each overdue pod
+    // and its Workspace every interval meanwhile.
     let reconciler_deadline = if pod.awaits_agent {
-        settings.disposal_confirm_timeout
+        settings
+            .disposal_timeout
+            .checked_add(settings.disposal_confirm_timeout)
+            .unwrap_or(settings.disposal_confirm_timeout)
     } else {
         settings.disposal_timeout
     };

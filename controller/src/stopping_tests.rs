@@ -147,8 +147,14 @@ fn releases_pods_whose_workspace_is_gone_and_overdue_deletions_only() {
             Some("deletion_overdue"),
         ),
         (
-            "the agent's wait and a disposal timeout over",
-            stopping("2026-12-01T11:47:00Z", required.clone()),
+            "the agent's wait and a disposal timeout over, the containers maybe stopped late",
+            stopping("2026-12-01T11:46:01Z", required.clone()),
+            true,
+            None,
+        ),
+        (
+            "the agent's latest wait and a disposal timeout over",
+            stopping("2026-12-01T11:46:00Z", required.clone()),
             true,
             Some("deletion_overdue"),
         ),

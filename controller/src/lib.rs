@@ -82,6 +82,9 @@ pub struct Context {
     /// Each Workspace's phase as the reconciler last read or wrote it, for the gauge of
     /// workspaces by phase (`phase_tally`).
     pub phases: phase_tally::PhaseTally,
+    /// Each window's last survey of the Workspaces, which paces the next
+    /// (`window::pacing`).
+    pub surveys: window::pacing::SurveyPacer,
 }
 
 impl Context {

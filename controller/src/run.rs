@@ -221,6 +221,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         prometheus,
         notify,
         phases: PhaseTally::default(),
+        surveys: window::pacing::SurveyPacer::default(),
     });
     // Only the identity of each Workspace is cached: the reconciler reads it fresh, and
     // managedFields alone would be most of a cached object's memory.
@@ -300,6 +301,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     .touched_objects();
     let window_metrics = metrics.clone();
     let window_client = context.client.clone();
+    let window_surveys = context.surveys.clone();
     let stops_ended = futures::stream::unfold(stops_ended, |mut rx| async move {
         rx.recv().await.map(|window| (window, rx))
     });
@@ -312,7 +314,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             context,
         )
         .for_each(move |result| {
-            window::reconcile::forget_deleted(&window_metrics, &result);
+            window::reconcile::forget_deleted(&window_metrics, &window_surveys, &result);
             window::node_signal::on_deleted(&window_client, &result);
             futures::future::ready(())
         });

@@ -6,6 +6,7 @@ pub mod gates;
 pub mod hold;
 pub mod node_signal;
 pub mod nodes;
+pub mod pacing;
 pub mod plan;
 pub mod prometheus;
 pub mod reconcile;

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use futures::StreamExt;
 use jiff::Timestamp;
@@ -20,6 +21,7 @@ use lifeguard_runtime::pages::Pages;
 use serde_json::json;
 
 use super::nodes::{NodeMeta, NodeTally};
+use super::pacing::{LastSurvey, SurveyPacer};
 use super::plan::{self, IDLE_POLL, SpecCheck, Survey, ValidWindow};
 use super::resume::ResumePlan;
 use super::{gates, hold, node_signal};
@@ -83,6 +85,14 @@ pub async fn reconcile_window(
 ) -> Result<Requeue, Error> {
     let windows: Api<MaintenanceWindow> = Api::all(ctx.client.clone());
     let name = mw.name_any();
+    // Woken again soon after a survey (a stop ended, its own status write, the poll):
+    // look once the survey's pause is over (`pacing`).
+    if let Some(wait) = ctx
+        .surveys
+        .wait(&name, mw.metadata.generation, Instant::now())
+    {
+        return Ok(Requeue::requeue(wait));
+    }
     let now = Timestamp::now();
     let valid = match plan::check_spec(&mw, now) {
         SpecCheck::Invalid(status) => {
@@ -106,7 +116,16 @@ pub async fn reconcile_window(
         ctx.notify.send(doc);
     }
     let nodes = node_signal::list(&ctx.client, valid.node_scoped).await?;
+    let surveying = Instant::now();
     let mut survey = survey(&ctx, &valid, &nodes).await?;
+    ctx.surveys.record(
+        &name,
+        LastSurvey {
+            ended: Instant::now(),
+            took: surveying.elapsed(),
+            generation: mw.metadata.generation,
+        },
+    );
     // A gate that holds leaves the drain no new stop (`hold.rs`).
     let kept_hold = mw.status.as_ref().and_then(|s| s.hold.as_ref());
     let hold = gates::hold_drain(&ctx, &valid, &mut survey, kept_hold, now).await?;
@@ -330,11 +349,16 @@ async fn write_status(
 /// A window deleted while it drained leaves its `drain_remaining` series behind, and with
 /// it `LifeguardDrainStuck` firing: the reconciler is never called for a deleted window, so
 /// the controller's result stream, which reports the missing object, drops the series (and
-/// its `workspaces_notified` one).
-pub fn forget_deleted<T, E1, E2>(metrics: &Metrics, result: &Result<T, ControllerError<E1, E2>>) {
+/// its `workspaces_notified` one), and the window's last survey (`pacing`).
+pub fn forget_deleted<T, E1, E2>(
+    metrics: &Metrics,
+    surveys: &SurveyPacer,
+    result: &Result<T, ControllerError<E1, E2>>,
+) {
     let Err(ControllerError::ObjectNotFound(window)) = result else {
         return;
     };
+    surveys.forget(&window.name);
     let _ = metrics
         .workspaces_notified
         .remove_label_values(&[window.name.as_str()]);
@@ -379,6 +403,13 @@ mod tests {
     #[test]
     fn deleting_a_draining_window_removes_its_gauge_series() {
         let metrics = Metrics::new().expect("registry");
+        let surveys = SurveyPacer::default();
+        let surveyed = LastSurvey {
+            ended: std::time::Instant::now(),
+            took: std::time::Duration::from_secs(1),
+            generation: Some(1),
+        };
+        surveys.record("upgrade", surveyed);
         for (window, remaining) in [("upgrade", 3), ("other", 1)] {
             metrics
                 .drain_remaining
@@ -387,16 +418,16 @@ mod tests {
             metrics.drain_in_flight.with_label_values(&[window]).set(1);
         }
         let still_there: Outcome = Ok(());
-        forget_deleted(&metrics, &still_there);
+        forget_deleted(&metrics, &surveys, &still_there);
         let failed: Outcome = Err(ControllerError::ReconcilerFailed(
             Error::NoNamespace,
             Box::new(ObjectRef::<MaintenanceWindow>::new("other").erase()),
         ));
-        forget_deleted(&metrics, &failed);
+        forget_deleted(&metrics, &surveys, &failed);
         let deleted: Outcome = Err(ControllerError::ObjectNotFound(Box::new(
             ObjectRef::<MaintenanceWindow>::new("upgrade").erase(),
         )));
-        forget_deleted(&metrics, &deleted);
+        forget_deleted(&metrics, &surveys, &deleted);
         let rendered = metrics.render();
         assert!(
             !rendered.contains(r#"window="upgrade""#),
@@ -410,7 +441,12 @@ mod tests {
             rendered.contains(r#"lifeguard_controller_drain_in_flight{window="other"} 1"#),
             "its in-flight series too:\n{rendered}"
         );
+        assert_eq!(
+            surveys.wait("upgrade", Some(1), surveyed.ended),
+            None,
+            "its last survey is forgotten"
+        );
         // Forgetting twice (a second stale requeue) is harmless.
-        forget_deleted(&metrics, &deleted);
+        forget_deleted(&metrics, &surveys, &deleted);
     }
 }

@@ -38,6 +38,8 @@ pub struct Metrics {
     pub workspace_starts: HistogramVec,
     pub start_failures: IntCounterVec,
     pub pods_force_deleted: IntCounterVec,
+    /// How long each window's survey of the Workspaces took (`window::pacing`).
+    pub window_surveys: prometheus::Histogram,
 }
 
 fn counter(name: &str, help: &str, labels: &[&str]) -> Result<IntCounterVec, prometheus::Error> {
@@ -178,6 +180,14 @@ impl Metrics {
                 "Released workspace pods deleted without grace because they stayed Terminating past their grace period plus --stuck-terminating-after with no container running.",
                 &[],
             )?,
+            // From a page of a few workspaces (milliseconds) to 10,000 on a busy API server.
+            window_surveys: prometheus::Histogram::with_opts(
+                HistogramOpts::new(
+                    "lifeguard_controller_window_survey_seconds",
+                    "Surveys of the Workspaces by an active window (every Workspace listed, 200 a page); a window surveys again only after four times the last one's duration.",
+                )
+                .buckets(vec![0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0]),
+            )?,
             stopping_pods: IntGauge::new(
                 "lifeguard_controller_stopping_pods",
                 "Workspace pods being deleted that still hold the disposal finalizer, as of the last sweep (--sweep-interval).",
@@ -209,6 +219,7 @@ impl Metrics {
         }
         m.registry.register(Box::new(m.workspaces.clone()))?;
         m.registry.register(Box::new(m.leader.clone()))?;
+        m.registry.register(Box::new(m.window_surveys.clone()))?;
         m.registry.register(Box::new(m.stopping_pods.clone()))?;
         m.registry
             .register(Box::new(m.stopping_pod_oldest.clone()))?;

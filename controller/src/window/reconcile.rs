@@ -118,14 +118,18 @@ pub async fn reconcile_window(
     let nodes = node_signal::list(&ctx.client, valid.node_scoped).await?;
     let surveying = Instant::now();
     let mut survey = survey(&ctx, &valid, &nodes).await?;
+    let took = surveying.elapsed();
     ctx.surveys.record(
         &name,
         LastSurvey {
             ended: Instant::now(),
-            took: surveying.elapsed(),
+            took,
             generation: mw.metadata.generation,
         },
     );
+    if survey.wanted() {
+        ctx.metrics.window_surveys.observe(took.as_secs_f64());
+    }
     // A gate that holds leaves the drain no new stop (`hold.rs`).
     let kept_hold = mw.status.as_ref().and_then(|s| s.hold.as_ref());
     let hold = gates::hold_drain(&ctx, &valid, &mut survey, kept_hold, now).await?;

@@ -187,8 +187,9 @@ pub async fn run(
         unconfirmed.is_empty(),
         "{} of {n} workspaces were released without the agent's confirmation, by the outcome \
          recorded ({}); the first: {:?}. `TimedOut` means no receipt came within the \
-         controller's --disposal-confirm-timeout after the pod's deletion time (40s in the \
-         local overlay): the agent answers only once the kubelet reports the containers \
+         controller's --disposal-confirm-timeout after the containers stopped, counted at \
+         the latest from --disposal-timeout after the pod's deletion time (40s and 30s in \
+         the local overlay): the agent answers only once the kubelet reports the containers \
          stopped, so a drain that deletes faster than the hollow kubelets stop pods runs \
          past it",
         unconfirmed.len(),

@@ -28,6 +28,20 @@ pub fn any_container_running(pod: &Pod) -> bool {
         })
 }
 
+/// When the kubelet reported the last of `pod`'s containers stopped (the latest
+/// `finishedAt` among those terminated), if it reported any: when its work is all on disk,
+/// which is when a backup agent can start to save it.
+pub fn containers_finished_at(pod: &Pod) -> Option<jiff::Timestamp> {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.state.as_ref()?.terminated.as_ref()?.finished_at.as_ref())
+        .map(|t| t.0)
+        .max()
+}
+
 /// Whether a pod with these annotations waits for its agent's confirmation.
 pub fn confirmation_required(annotations: Option<&BTreeMap<String, String>>) -> bool {
     annotations

@@ -68,23 +68,16 @@ fn outcome_recorded(ws: &Workspace) -> bool {
 /// reconciler waits for containers to stop before it treats the pod as stopped anyway.
 ///
 /// Counted from the deletion time alone, a kubelet behind its pods ate into the agent's
-/// time: in a drain of 1,000 at concurrency 64 on five hollow nodes, 630 pods stopped
-/// more than the 40 s wait after their deletion time and were released `TimedOut`, while
-/// the agent answered each within seconds of the stop (docs/benchmarks.md).
+/// time: its answer can only come after the stop. The bound keeps a node that never
+/// reports, or whose clock runs ahead, from holding the pod longer; a kubelet lagging past
+/// it still eats into the wait (a drain of 1,000 at concurrency 64 on five hollow nodes
+/// with the local overlay's 30 s bound and 40 s wait: docs/benchmarks.md).
 pub fn agent_asked_at(pod: &Pod, settings: &Settings) -> Option<Timestamp> {
     let deleted = pod.metadata.deletion_timestamp.as_ref()?.0;
     let latest_allowed = deleted
         .checked_add(settings.disposal_timeout)
         .unwrap_or(deleted);
-    let stopped = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .into_iter()
-        .flatten()
-        .filter_map(|c| c.state.as_ref()?.terminated.as_ref()?.finished_at.as_ref())
-        .map(|t| t.0)
-        .max();
+    let stopped = disposal::containers_finished_at(pod);
     Some(stopped.map_or(deleted, |t| t.clamp(deleted, latest_allowed)))
 }
 

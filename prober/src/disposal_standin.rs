@@ -95,15 +95,7 @@ pub fn answer(
 /// longer writes, not when the delete was asked (the deletion timestamp lies a grace
 /// period ahead). Falls back to the deletion timestamp for containers that never ran.
 pub fn due_at(pod: &Pod, save_time: SignedDuration) -> Option<Timestamp> {
-    let finished = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .into_iter()
-        .flatten()
-        .filter_map(|c| c.state.as_ref()?.terminated.as_ref()?.finished_at.as_ref())
-        .map(|t| t.0)
-        .max();
+    let finished = lifeguard_api::disposal::containers_finished_at(pod);
     let since = finished.or(pod.metadata.deletion_timestamp.as_ref().map(|t| t.0))?;
     Some(since.checked_add(save_time).unwrap_or(since))
 }

@@ -15,6 +15,9 @@ LG_SERVICE_CIDR=${LG_SERVICE_CIDR:-198.18.32.0/24}
 LG_SERVICE_IP=${LG_SERVICE_IP:-198.18.32.1}
 LG_API_PORT=${LG_API_PORT:-6443}
 LG_ETCD_PORT=${LG_ETCD_PORT:-2379}
+# kube-apiserver's /debug/pprof (CPU profiles for the scale benchmarks, RBAC-gated like any
+# non-resource URL). Off by default; it takes effect when the API server (re)starts.
+LG_APISERVER_PROFILING=${LG_APISERVER_PROFILING:-false}
 LG_RUN=/run/lifeguard-cluster
 LG_KUBECONFIG="$LG_STATE/kubeconfig"
 LG_PAUSE_IMAGE=lifeguard.local/pause:3.2

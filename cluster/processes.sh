@@ -53,7 +53,7 @@ start_control_plane() {
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-cluster-ip-range "$LG_SERVICE_CIDR" --authorization-mode Node,RBAC \
     --enable-admission-plugins NamespaceLifecycle,LimitRanger,ServiceAccount,DefaultStorageClass,ResourceQuota,NodeRestriction,MutatingAdmissionWebhook,ValidatingAdmissionWebhook \
-    --allow-privileged=true --profiling=false --event-ttl 1h
+    --allow-privileged=true --profiling="$LG_APISERVER_PROFILING" --event-ttl 1h
   wait_for "kube-apiserver" 120 "$LG_LOGS/kube-apiserver.log" kube-apiserver kc get --raw /readyz
 
   # The default (lease) endpoint reconciler publishes $LG_NODE_IP:$LG_API_PORT as the

@@ -21,9 +21,14 @@
 //! the N running workspaces against the N baseline pods deleted directly, both timed to the
 //! last pod gone. Last, in a second namespace, the mass drain with the disposal handshake
 //! on (`handshake_drain.rs`): N Workspaces with `confirmDisposal`, this bench answering as
-//! their backup agent; every one must be released only after its answer. `KEEP=1` leaves
-//! the namespaces behind.
+//! their backup agent; every one must be released only after its answer (`HANDSHAKE=0`
+//! skips it, for the curve's larger points). `KEEP=1` leaves the namespaces behind. The
+//! webhook replicas' memory (now and their peak since they started) ends the start and the
+//! drain. `APISERVER_PROFILE=DIR` takes a CPU profile of kube-apiserver at the start of each
+//! phase (`apiserver_profile.rs`).
 
+#[path = "apiserver_profile.rs"]
+mod apiserver_profile;
 #[path = "handshake_drain.rs"]
 mod handshake_drain;
 #[path = "mass_drain.rs"]
@@ -36,12 +41,12 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use futures::{StreamExt, stream};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
-use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, ResourceExt};
 use lifeguard_api::Workspace;
 use lifeguard_api::names::CONTROLLER_DEFAULT_CONCURRENCY;
-use lifeguard_e2e::{BUSYBOX_IMAGE, cpu_tally, poll_until, unique_name};
+use lifeguard_e2e::{BUSYBOX_IMAGE, Component, cpu_tally, poll_until, unique_name};
 use serde_json::{Value, json};
 
 const HOLLOW_LABEL: &str = "lifeguard.dev/hollow";
@@ -327,10 +332,7 @@ async fn main() -> anyhow::Result<()> {
         "{hollow} Ready hollow nodes take {room} pods, fewer than {n}: \
          `cluster/lifeguard-cluster hollow-nodes up K --max-pods P` with K x P >= {n}"
     );
-    let leader = lifeguard_e2e::controller_leader(&client)
-        .await?
-        .context("no controller holds the Lease")?;
-    let pid = lifeguard_e2e::local_pid(&leader, "lifeguard-controller")?;
+    let (leader, pid) = leading_controller(&client).await?;
     // The baseline is a client with the controller's concurrency; any other is no
     // comparison.
     let leader_pod = Api::<Pod>::namespaced(client.clone(), lifeguard_e2e::LIFEGUARD_NAMESPACE)
@@ -351,9 +353,12 @@ async fn main() -> anyhow::Result<()> {
         "mass start: N = {n}, concurrency {concurrency} (the controller's and this client's), {hollow} hollow nodes, namespace {ns}"
     );
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-    let mut result = run_both(&client, &ns, &pods, n, concurrency, pid).await;
+    let profiler = apiserver_profile::Profiler::from_env()?;
+    let mut result = run_both(&client, &ns, &pods, n, concurrency, pid, profiler.as_ref()).await;
     let mut created = vec![ns];
-    if let Ok(deleted) = result {
+    let skip_handshake = std::env::var("HANDSHAKE").is_ok_and(|v| v == "0");
+    if let (Ok(deleted), false) = (&result, skip_handshake) {
+        let deleted = *deleted;
         let ns = unique_name("bench-mass-confirm");
         create_namespace(&client, &ns).await?;
         created.push(ns.clone());
@@ -376,6 +381,47 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     result.map(|_| ())
+}
+
+/// The leading controller's pod and its pid on this machine. Right after a rollout the
+/// Lease may be free, or still name the replaced pod until it expires: wait for a Ready
+/// replica of this machine to hold it rather than fail the run.
+async fn leading_controller(client: &Client) -> anyhow::Result<(String, u32)> {
+    poll_until(
+        "a Ready controller holds the Lease",
+        Duration::from_secs(120),
+        || async move {
+            let Some(holder) = lifeguard_e2e::controller_leader(client).await? else {
+                return Ok(None);
+            };
+            let ready = lifeguard_e2e::ready_pods(client, Component::Controller).await?;
+            if !ready.iter().any(|p| p.name_any() == holder) {
+                return Ok(None);
+            }
+            Ok(lifeguard_e2e::local_pid(&holder, "lifeguard-controller")
+                .ok()
+                .map(|pid| (holder, pid)))
+        },
+    )
+    .await
+}
+
+/// Each Ready webhook replica's resident memory now and its peak since it started
+/// (`VmHWM`), in MiB: the webhook's side of the curve's memory figures.
+fn webhook_memory(replicas: &[Pod]) -> String {
+    let each: Vec<String> = replicas
+        .iter()
+        .map(|pod| {
+            let name = pod.name_any();
+            match lifeguard_e2e::local_pid(&name, "lifeguard-webhook")
+                .and_then(|pid| Ok((status_mib(pid, "VmRSS")?, status_mib(pid, "VmHWM")?)))
+            {
+                Ok((rss, hwm)) => format!("{name} {rss:.1} MiB now, peak {hwm:.1} MiB"),
+                Err(e) => format!("{name}: {e}"),
+            }
+        })
+        .collect();
+    each.join("; ")
 }
 
 /// A fresh namespace for one phase, once pods can be created in it.
@@ -428,12 +474,14 @@ async fn run_both(
     n: usize,
     concurrency: usize,
     pid: u32,
+    profiler: Option<&apiserver_profile::Profiler>,
 ) -> anyhow::Result<Duration> {
     // Baseline: the same pods, created directly.
     let calls_before = lifeguard_e2e::apiserver_requests(client).await?;
     let seen = Arc::new(Mutex::new(Seen::default()));
     let watch = watch_pods(pods.clone(), seen.clone());
     let cpu = cpu_tally::Measure::start();
+    let profile = apiserver_profile::start(profiler, "direct-start");
     let direct = run_phase(n, concurrency, &seen, &cpu, |i| {
         let pods = pods.clone();
         async move {
@@ -449,6 +497,7 @@ async fn run_both(
     .await?;
     watch.abort();
     let direct_cpu = cpu.report(n);
+    apiserver_profile::finish(profile).await;
     let direct_calls = calls_per_pod(&calls_before, client, n).await?;
     println!(
         "direct:    {n} pods accepted in {:.1?}, {:.1} pods/s; all Running after {:.1?}",
@@ -456,10 +505,13 @@ async fn run_both(
         direct.rate(n),
         direct.all_running
     );
+    let names = mass_drain::unfinalize_all(pods, concurrency).await?;
     let calls_before = lifeguard_e2e::apiserver_requests(client).await?;
     let cpu = cpu_tally::Measure::start();
-    let deleted = mass_drain::delete_directly(pods, concurrency).await?;
+    let profile = apiserver_profile::start(profiler, "direct-delete");
+    let deleted = mass_drain::delete_directly(pods, &names, concurrency).await?;
     let delete_cpu = cpu.report(n);
+    apiserver_profile::finish(profile).await;
     let delete_calls = calls_per_pod(&calls_before, client, n).await?;
 
     // lifeguard: N Workspaces; the controller creates their pods.
@@ -482,6 +534,7 @@ async fn run_both(
     let watch = watch_pods(pods.clone(), seen.clone());
     let workspaces: Api<Workspace> = Api::namespaced(client.clone(), ns);
     let cpu = cpu_tally::Measure::start();
+    let profile = apiserver_profile::start(profiler, "lifeguard-start");
     let lifeguard = run_phase(n, concurrency, &seen, &cpu, |i| {
         let workspaces = workspaces.clone();
         async move {
@@ -497,6 +550,7 @@ async fn run_both(
     watch.abort();
     sampler.abort();
     let lifeguard_cpu = cpu.report(n);
+    apiserver_profile::finish(profile).await;
     let lifeguard_calls = calls_per_pod(&calls_before, client, n).await?;
     let reconciles_after = lifeguard_e2e::reconciles_by_action(client).await?;
     let peak = *peak
@@ -537,12 +591,19 @@ async fn run_both(
         "controller RSS: {rss_before:.1} MiB before, peak {peak:.1} MiB during the start (sampled every 250 ms), peak since it started (VmHWM) {:.1} MiB",
         status_mib(pid, "VmHWM")?
     );
+    let webhooks = lifeguard_e2e::ready_pods(client, Component::Webhook).await?;
+    println!(
+        "webhook memory after the start: {}",
+        webhook_memory(&webhooks)
+    );
 
     let reconciles_before = lifeguard_e2e::reconciles_by_action(client).await?;
     let calls_before = lifeguard_e2e::apiserver_requests(client).await?;
     let cpu = cpu_tally::Measure::start();
+    let profile = apiserver_profile::start(profiler, "lifeguard-drain");
     let drain = mass_drain::drain_by_window(client, ns, n).await?;
     let drain_cpu = cpu.report(n);
+    apiserver_profile::finish(profile).await;
     let drain_calls = calls_per_pod(&calls_before, client, n).await?;
     let reconciles_after = lifeguard_e2e::reconciles_by_action(client).await?;
     println!(
@@ -561,13 +622,19 @@ async fn run_both(
         "API server requests per pod, from the first delete (the window's creation) to the last pod gone:"
     );
     println!(
-        "  direct:    {} (and, untimed before it, PATCH pods 1.00 taking the webhook's finalizer off)",
+        "  direct:    {} (not counted: the PATCH a pod that took the webhook's finalizer off first)",
         delete_calls.join(", ")
     );
     println!("  lifeguard: {}", drain_calls.join(", "));
     println!("CPU per pod, from the first delete to the last pod gone:");
     println!("  direct:    {delete_cpu}");
     println!("  lifeguard: {drain_cpu}");
+    println!(
+        "after the drain: controller RSS {:.1} MiB, peak since it started (VmHWM) {:.1} MiB; webhook memory: {}",
+        status_mib(pid, "VmRSS")?,
+        status_mib(pid, "VmHWM")?,
+        webhook_memory(&webhooks)
+    );
     Ok(deleted)
 }
 

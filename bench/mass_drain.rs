@@ -36,11 +36,10 @@ async fn until_no_pods(pods: &Api<Pod>, started: Instant) -> anyhow::Result<Dura
     .await
 }
 
-/// The baseline: every pod of the namespace deleted directly (its grace period kept),
-/// `concurrency` deletes in flight; the time from the first delete to the last pod gone.
-/// The disposal finalizer lifeguard's webhook stamped on these workspace-labelled pods is
-/// taken off first, untimed: no controller owns them, and a plain drain does not do it.
-pub async fn delete_directly(pods: &Api<Pod>, concurrency: usize) -> anyhow::Result<Duration> {
+/// Before the baseline, untimed: the disposal finalizer lifeguard's webhook stamped on
+/// these workspace-labelled pods is taken off (no controller owns them, and a plain drain
+/// does not do it). Returns the pods' names.
+pub async fn unfinalize_all(pods: &Api<Pod>, concurrency: usize) -> anyhow::Result<Vec<String>> {
     let names: Vec<String> = pods
         .list_metadata(&ListParams::default())
         .await?
@@ -58,8 +57,18 @@ pub async fn delete_directly(pods: &Api<Pod>, concurrency: usize) -> anyhow::Res
         .buffer_unordered(concurrency)
         .try_collect::<Vec<_>>()
         .await?;
+    Ok(names)
+}
+
+/// The baseline: every pod in `names` deleted directly (its grace period kept),
+/// `concurrency` deletes in flight; the time from the first delete to the last pod gone.
+pub async fn delete_directly(
+    pods: &Api<Pod>,
+    names: &[String],
+    concurrency: usize,
+) -> anyhow::Result<Duration> {
     let started = Instant::now();
-    stream::iter(&names)
+    stream::iter(names)
         .map(|name| async move {
             match pods.delete(name, &DeleteParams::default()).await {
                 Ok(_) => anyhow::Ok(()),

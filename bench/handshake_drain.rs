@@ -187,11 +187,11 @@ pub async fn run(
         unconfirmed.is_empty(),
         "{} of {n} workspaces were released without the agent's confirmation, by the outcome \
          recorded ({}); the first: {:?}. `TimedOut` means no receipt came within the \
-         controller's --disposal-confirm-timeout after the containers stopped, counted at \
-         the latest from --disposal-timeout after the pod's deletion time (40s and 30s in \
-         the local overlay): the agent answers only once the kubelet reports the containers \
-         stopped, so a drain that deletes faster than the hollow kubelets stop pods runs \
-         past it",
+         controller's --disposal-confirm-timeout after the containers stopped (40s in the \
+         local overlay), or, for a pod whose containers the kubelet had not reported \
+         stopped by --disposal-timeout after its deletion time (30s), after that: the agent \
+         answers only once the kubelet reports the stop, so a drain that deletes faster \
+         than the hollow kubelets stop pods can run past both",
         unconfirmed.len(),
         tally_outcomes(&unconfirmed),
         unconfirmed

@@ -63,22 +63,31 @@ fn outcome_recorded(ws: &Workspace) -> bool {
 /// once its containers have stopped, since only then is their work all on disk to save.
 /// That is the pod's deletion time (the API server sets it to the request's time plus the
 /// grace period, by which a kubelet keeping pace has stopped the containers), or the
-/// last container's `finishedAt` when the kubelet reported them stopped later than that;
-/// but no later than the disposal timeout after the deletion time, the longest the
-/// reconciler waits for containers to stop before it treats the pod as stopped anyway.
+/// last container's `finishedAt` when the kubelet reported them stopped later than that.
+/// While a container still runs past the disposal timeout after the deletion (the longest
+/// the reconciler waits for a stop before it treats the pod as stopped anyway: a lost node,
+/// a runtime that hangs), the wait starts then. A stop the kubelet reports after that, but
+/// before that wait is over, still gives the agent its whole wait from the stop.
 ///
-/// Counted from the deletion time alone, a kubelet behind its pods ate into the agent's
-/// time: its answer can only come after the stop. The bound keeps a node that never
-/// reports, or whose clock runs ahead, from holding the pod longer; a kubelet lagging past
-/// it still eats into the wait (a drain of 1,000 at concurrency 64 on five hollow nodes
-/// with the local overlay's 30 s bound and 40 s wait: docs/benchmarks.md).
+/// Bounded at the disposal timeout plus the agent's wait after the deletion: by then a pod
+/// never reported stopped has been released, so only a node whose clock runs ahead reports
+/// a stop later, and it cannot hold a pod longer. Counted from the deletion time, a kubelet
+/// behind its pods ate into the agent's time; bounded at the disposal timeout, a kubelet
+/// lagging past it still did (a drain of 1,000 on five hollow nodes with the local
+/// overlay's 30 s timeout released some workspaces `TimedOut`: docs/benchmarks.md).
 pub fn agent_asked_at(pod: &Pod, settings: &Settings) -> Option<Timestamp> {
     let deleted = pod.metadata.deletion_timestamp.as_ref()?.0;
-    let latest_allowed = deleted
+    let gave_up_on_the_stop = deleted
         .checked_add(settings.disposal_timeout)
         .unwrap_or(deleted);
+    if disposal::any_container_running(pod) {
+        return Some(gave_up_on_the_stop);
+    }
+    let latest = gave_up_on_the_stop
+        .checked_add(settings.disposal_confirm_timeout)
+        .unwrap_or(gave_up_on_the_stop);
     let stopped = disposal::containers_finished_at(pod);
-    Some(stopped.map_or(deleted, |t| t.clamp(deleted, latest_allowed)))
+    Some(stopped.map_or(deleted, |t| t.clamp(deleted, latest)))
 }
 
 /// The next action for a pod of `ws` whose containers have stopped (or that is overdue)

@@ -239,7 +239,9 @@ fn finished(at: &str) -> Value {
 
 #[test]
 fn the_agents_wait_starts_when_the_containers_stopped() {
-    // Disposal timeout 2m (the default): the latest the wait starts is 22:02.
+    // Deleted at 22:00; disposal timeout 2m (the default), the agent's wait 10m: a pod
+    // still running at 22:02 is treated as stopped then, and the latest a reported stop
+    // starts the wait is 22:12, when a pod never reported stopped is released.
     let cases = [
         ("no statuses reported", stopped_pod(json!([])), "22:00:00"),
         (
@@ -267,9 +269,20 @@ fn the_agents_wait_starts_when_the_containers_stopped() {
             "22:00:20",
         ),
         (
-            "a stop time past the disposal timeout (a lagging node, or its clock) is capped",
-            stopped_pod(json!([finished("2026-12-02T09:00:00Z")])),
+            "a kubelet lagging past the disposal timeout: the wait still starts at the stop",
+            stopped_pod(json!([finished("2026-12-01T22:05:00Z")])),
+            "22:05:00",
+        ),
+        (
+            "a container still running past the disposal timeout: treated as stopped then",
+            stopped_pod(json!([{"running": {"startedAt": "2026-12-01T21:00:00Z"}},
+                               finished("2026-12-01T22:00:20Z")])),
             "22:02:00",
+        ),
+        (
+            "a stop past the longest wait (a node's clock running ahead) is capped",
+            stopped_pod(json!([finished("2026-12-02T09:00:00Z")])),
+            "22:12:00",
         ),
     ];
     for (what, p, want) in cases {
@@ -300,6 +313,66 @@ fn a_kubelet_behind_its_pods_does_not_shorten_the_agents_wait() {
                 assert_eq!(t, at("2026-12-01T22:11:00Z"), "{what}");
                 "wait".to_string()
             }
+            Action::RecordDisposal(status) => status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == DISPOSAL_CONFIRMED)
+                .map(|c| format!("{}/{}", c.status, c.reason))
+                .unwrap_or_default(),
+            other => panic!("{what}: {other:?}"),
+        };
+        assert_eq!(got, want, "{what}");
+    }
+}
+
+#[test]
+fn a_kubelet_lagging_past_the_disposal_timeout_still_gives_the_agent_its_whole_wait() {
+    // Deleted at 22:00; disposal timeout 2m, the agent's wait 10m. The kubelet, behind its
+    // pods, reports the stop only at 22:05.
+    let ws = ws(None, json!([]));
+    let running = stopped_pod(json!([{"running": {"startedAt": "2026-12-01T21:00:00Z"}}]));
+    let late = stopped_pod(json!([finished("2026-12-01T22:05:00Z")]));
+    let cases = [
+        (
+            "still running, past the disposal timeout",
+            &running,
+            "22:03:00",
+            None,
+            "wait 22:12:00",
+        ),
+        (
+            "never reported stopped",
+            &running,
+            "22:12:00",
+            None,
+            "False/TimedOut",
+        ),
+        (
+            "reported stopped at 22:05",
+            &late,
+            "22:12:30",
+            None,
+            "wait 22:15:00",
+        ),
+        (
+            "no answer by the stop's deadline",
+            &late,
+            "22:15:00",
+            None,
+            "False/TimedOut",
+        ),
+        (
+            "the agent's receipt after the deletion's deadline",
+            &late,
+            "22:14:00",
+            Some(DisposalResult::Saved),
+            "True/Saved",
+        ),
+    ];
+    for (what, pod, now, receipt, want) in cases {
+        let now = at(&format!("2026-12-01T{now}Z"));
+        let got = match release(&ws, pod, receipt, now, &settings()) {
+            Action::WaitUntil(t) => format!("wait {}", t.strftime("%H:%M:%S")),
             Action::RecordDisposal(status) => status
                 .conditions
                 .iter()

@@ -46,7 +46,8 @@ pub struct Config {
     pub confirm_disposal: bool,
     /// How long after a pod's containers stopped its release waits for the backup agent's
     /// answer (counted from the deletion time, or from the kubelet's later report of the
-    /// stop, at most `--disposal-timeout` after it); then it is released anyway, with a Warning Event, `DisposalConfirmed=False`
+    /// stop; from `--disposal-timeout` after the deletion while a container still runs); then
+    /// it is released anyway, with a Warning Event, `DisposalConfirmed=False`
     /// and `lifeguard_controller_disposals_unconfirmed_total`.
     #[arg(long, env = "LIFEGUARD_DISPOSAL_CONFIRM_TIMEOUT", default_value = "10m", value_parser = parse_duration)]
     pub disposal_confirm_timeout: SignedDuration,

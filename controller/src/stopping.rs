@@ -81,17 +81,21 @@ pub fn release_cause(
     // state (and, for a pod waiting for its backup agent, the outcome) first, and releases
     // at the latest at its own deadline: the disposal timeout after the deletion, or for a
     // pod waiting for its agent, the agent's wait after the containers stopped, which is
-    // at most a disposal timeout after the deletion (`disposal::agent_asked_at`; the sweep
-    // reads no container statuses, so it assumes the latest). The sweep steps in only a
-    // disposal timeout after that deadline, for a reconciler that did not act. At its
-    // deadline, the sweep raced a busy reconciler: in a drain of 2,000 workspaces it
-    // released 46 pods before their final state was recorded, and read each overdue pod
-    // and its Workspace every interval meanwhile.
+    // at most the disposal timeout plus one agent's wait after the deletion
+    // (`disposal::agent_asked_at`; the sweep reads no container statuses, so it assumes the
+    // latest). The sweep steps in only a disposal timeout after that deadline, for a
+    // reconciler that did not act. At its deadline, the sweep raced a busy reconciler: in
+    // a drain of 2,000 workspaces it released 46 pods before their final state was
+    // recorded, and read each overdue pod and its Workspace every interval meanwhile.
     let reconciler_deadline = if pod.awaits_agent {
+        let twice_the_wait = settings
+            .disposal_confirm_timeout
+            .checked_add(settings.disposal_confirm_timeout)
+            .unwrap_or(settings.disposal_confirm_timeout);
         settings
             .disposal_timeout
-            .checked_add(settings.disposal_confirm_timeout)
-            .unwrap_or(settings.disposal_confirm_timeout)
+            .checked_add(twice_the_wait)
+            .unwrap_or(twice_the_wait)
     } else {
         settings.disposal_timeout
     };

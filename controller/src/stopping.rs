@@ -80,8 +80,8 @@ pub fn release_cause(
     // A pod whose Workspace exists is the reconciler's to release: it records the final
     // state (and, for a pod waiting for its backup agent, the outcome) first, and releases
     // at the latest at its own deadline: the disposal timeout after the deletion, or for a
-    // pod waiting for its agent, the agent's wait after the containers stopped, which is
-    // at most the disposal timeout plus one agent's wait after the deletion
+    // pod waiting for its agent, the agent's wait after the containers stopped, which
+    // starts at most the disposal timeout plus one agent's wait after the deletion
     // (`disposal::agent_asked_at`; the sweep reads no container statuses, so it assumes the
     // latest). The sweep steps in only a disposal timeout after that deadline, for a
     // reconciler that did not act. At its deadline, the sweep raced a busy reconciler: in

@@ -332,12 +332,13 @@ async fn main() -> anyhow::Result<()> {
         "{hollow} Ready hollow nodes take {room} pods, fewer than {n}: \
          `cluster/lifeguard-cluster hollow-nodes up K --max-pods P` with K x P >= {n}"
     );
-    let (leader, pid) = leading_controller(&client).await?;
+    // Right after a rollout the Lease may be free, or still name the replaced pod until it
+    // expires: this waits for a Ready replica to hold it rather than fail the run.
+    let (leader_pod, _) = lifeguard_e2e::leader_and_standby(&client).await?;
+    let leader = leader_pod.name_any();
+    let pid = lifeguard_e2e::local_pid(&leader, "lifeguard-controller")?;
     // The baseline is a client with the controller's concurrency; any other is no
     // comparison.
-    let leader_pod = Api::<Pod>::namespaced(client.clone(), lifeguard_e2e::LIFEGUARD_NAMESPACE)
-        .get(&leader)
-        .await?;
     let controller = controller_concurrency(&leader_pod);
     anyhow::ensure!(
         controller == Some(concurrency),
@@ -381,29 +382,6 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     result.map(|_| ())
-}
-
-/// The leading controller's pod and its pid on this machine. Right after a rollout the
-/// Lease may be free, or still name the replaced pod until it expires: wait for a Ready
-/// replica of this machine to hold it rather than fail the run.
-async fn leading_controller(client: &Client) -> anyhow::Result<(String, u32)> {
-    poll_until(
-        "a Ready controller holds the Lease",
-        Duration::from_secs(120),
-        || async move {
-            let Some(holder) = lifeguard_e2e::controller_leader(client).await? else {
-                return Ok(None);
-            };
-            let ready = lifeguard_e2e::ready_pods(client, Component::Controller).await?;
-            if !ready.iter().any(|p| p.name_any() == holder) {
-                return Ok(None);
-            }
-            Ok(lifeguard_e2e::local_pid(&holder, "lifeguard-controller")
-                .ok()
-                .map(|pid| (holder, pid)))
-        },
-    )
-    .await
 }
 
 /// Each Ready webhook replica's resident memory now and its peak since it started

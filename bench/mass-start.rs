@@ -22,7 +22,9 @@
 //! last pod gone. Last, in a second namespace, the mass drain with the disposal handshake
 //! on (`handshake_drain.rs`): N Workspaces with `confirmDisposal`, this bench answering as
 //! their backup agent; every one must be released only after its answer (`HANDSHAKE=0`
-//! skips it, for the curve's larger points). `KEEP=1` leaves the namespaces behind. The
+//! skips it, for the curve's larger points). `KEEP=1` leaves the namespaces behind; a
+//! later run refuses to start until they are deleted, and waits until no earlier run's
+//! namespace or Workspace is still being deleted, so none of its work lands in the counts. The
 //! webhook replicas' memory (now and their peak since they started) ends the start and the
 //! drain. `APISERVER_PROFILE=DIR` takes a CPU profile of kube-apiserver at the start of each
 //! phase (`apiserver_profile.rs`).
@@ -348,6 +350,7 @@ async fn main() -> anyhow::Result<()> {
     );
 
     let namespaces: Api<Namespace> = Api::all(client.clone());
+    wait_for_earlier_runs(client.clone()).await?;
     let ns = unique_name("bench-mass-start");
     create_namespace(&client, &ns).await?;
     println!(
@@ -382,6 +385,51 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     result.map(|_| ())
+}
+
+/// Waits until no earlier run's namespace is still being deleted and no Workspace anywhere
+/// is still stopping: their PATCHes, Events and LISTs would land in the baseline's counts and
+/// flatter the ratios (seen at concurrency 64 after a run's cleanup). A bench namespace that
+/// is not being deleted (`KEEP=1`, or a run killed before its cleanup) is an error, since it
+/// would never go by itself.
+async fn wait_for_earlier_runs(client: Client) -> anyhow::Result<()> {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let workspaces: Api<Workspace> = Api::all(client);
+    let bench = ListParams::default().labels("lifeguard.dev/bench=mass-start");
+    if let Some(kept) = namespaces
+        .list_metadata(&bench)
+        .await?
+        .items
+        .iter()
+        .find(|ns| ns.metadata.deletion_timestamp.is_none())
+    {
+        anyhow::bail!(
+            "namespace {} of an earlier run is still there and not being deleted: \
+             `kubectl delete namespace -l lifeguard.dev/bench=mass-start`, then rerun",
+            kept.name_any()
+        );
+    }
+    poll_until(
+        "earlier runs' namespaces and stopping Workspaces gone",
+        PHASE_TIMEOUT,
+        || async {
+            let earlier = namespaces.list_metadata(&bench).await?.items.len();
+            let stopping = workspaces
+                .list_metadata(&ListParams::default())
+                .await?
+                .items
+                .iter()
+                .filter(|ws| ws.metadata.deletion_timestamp.is_some())
+                .count();
+            if earlier == 0 && stopping == 0 {
+                return Ok(Some(()));
+            }
+            anyhow::bail!(
+                "{earlier} namespaces of earlier runs being deleted, {stopping} Workspaces stopping"
+            )
+        },
+    )
+    .await
 }
 
 /// Each Ready webhook replica's resident memory now and its peak since it started

@@ -637,8 +637,9 @@ async fn run_both(
         drain.drained, drain.pods_gone, drain.stopped
     );
     println!(
-        "ratio (direct / lifeguard): time until all pods gone {:.2} (target >= 0.8)",
-        deleted.as_secs_f64() / drain.pods_gone.as_secs_f64()
+        "ratio (direct / lifeguard): time until all pods gone {:.2} (target >= 0.8), until Drained {:.2}",
+        deleted.as_secs_f64() / drain.pods_gone.as_secs_f64(),
+        deleted.as_secs_f64() / drain.drained.as_secs_f64()
     );
     println!(
         "controller reconciles per workspace during the drain: {}",

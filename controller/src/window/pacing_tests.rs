@@ -6,15 +6,22 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-#[test]
-fn a_window_surveys_again_after_four_times_its_last_survey() {
-    let start = Instant::now();
-    // A survey of 500 ms (2,000 workspaces, say) that ended at `start`, for generation 3.
-    let last = LastSurvey {
+/// A survey of 500 ms (2,000 workspaces, say) that ended at `start`, for generation 3,
+/// started when 10 of the window's stops had ended, awaiting nothing.
+fn survey_at(start: Instant) -> LastSurvey {
+    LastSurvey {
         ended: start,
         took: ms(500),
         generation: Some(3),
-    };
+        stops_ended_before: 10,
+        awaiting: None,
+    }
+}
+
+#[test]
+fn a_window_surveys_again_after_four_times_its_last_survey() {
+    let start = Instant::now();
+    let last = survey_at(start);
     // (what, the record, the pass's generation, time since `start`, want: wait)
     let cases = [
         ("first pass of a window", None, Some(3), ms(0), None),
@@ -54,7 +61,7 @@ fn a_window_surveys_again_after_four_times_its_last_survey() {
     ];
     for (what, record, generation, after, want) in cases {
         assert_eq!(
-            wait_before_survey(record.as_ref(), generation, start + after),
+            wait_before_survey(record.as_ref(), generation, 10, start + after),
             want,
             "{what}"
         );
@@ -62,17 +69,116 @@ fn a_window_surveys_again_after_four_times_its_last_survey() {
 }
 
 #[test]
-fn the_pacer_keeps_each_windows_last_survey_until_it_is_deleted() {
+fn the_end_of_the_last_stop_in_flight_is_surveyed_at_once() {
+    let start = Instant::now();
+    let awaiting = |n| LastSurvey {
+        awaiting: Some(n),
+        ..survey_at(start)
+    };
+    // Woken 100 ms after the survey, well inside its 2 s pause.
+    // (what, the record, stops ended so far, want: wait)
+    let cases = [
+        (
+            "3 in flight, 2 ended: the pause holds",
+            awaiting(3),
+            12,
+            Some(ms(1900)),
+        ),
+        ("3 in flight, all 3 ended", awaiting(3), 13, None),
+        (
+            "more ended than were in flight (one read as stopped, ended during the survey)",
+            awaiting(3),
+            14,
+            None,
+        ),
+        (
+            "awaiting nothing: stops ending is no reason",
+            survey_at(start),
+            500,
+            Some(ms(1900)),
+        ),
+        (
+            "a count from before the survey is not counted again",
+            LastSurvey {
+                stops_ended_before: 13,
+                ..awaiting(3)
+            },
+            13,
+            Some(ms(1900)),
+        ),
+    ];
+    for (what, record, stops_ended, want) in cases {
+        assert_eq!(
+            wait_before_survey(Some(&record), Some(3), stops_ended, start + ms(100)),
+            want,
+            "{what}"
+        );
+    }
+    assert_eq!(
+        wait_before_survey(Some(&awaiting(3)), Some(4), 10, start),
+        None,
+        "a changed spec is surveyed at once, as always"
+    );
+}
+
+#[test]
+fn a_drain_awaits_its_stops_only_when_nothing_else_is_left() {
+    let key = |n: &str| ("team".to_string(), n.to_string());
+    let drain = |remaining, in_flight, to_stop: &[&str]| Drain {
+        remaining,
+        in_flight,
+        to_stop: to_stop.iter().map(|n| key(n)).collect(),
+        ..Drain::default()
+    };
+    // (what, drain after budget and hold, want)
+    let cases = [
+        ("all 5 in flight", drain(5, 5, &[]), Some(5)),
+        (
+            "3 in flight, the last 2 asked now",
+            drain(5, 3, &["a", "b"]),
+            Some(5),
+        ),
+        (
+            "2 wait for the budget, a postponement, a hold or another window",
+            drain(5, 3, &[]),
+            None,
+        ),
+        ("drained: nothing to count down", drain(0, 0, &[]), None),
+    ];
+    for (what, drain, want) in cases {
+        assert_eq!(stops_awaited(&drain), want, "{what}");
+    }
+}
+
+#[test]
+fn the_pacer_counts_a_windows_stops_from_its_first_survey_until_it_is_deleted() {
     let pacer = SurveyPacer::default();
     let now = Instant::now();
+    pacer.stop_ended("upgrade");
+    let before = pacer.survey_starting("upgrade");
+    assert_eq!(
+        before, 0,
+        "a stop before the first survey has nothing to count against"
+    );
+    pacer.stop_ended("upgrade");
     let survey = LastSurvey {
         ended: now,
         took: ms(100),
         generation: Some(1),
+        stops_ended_before: before,
+        awaiting: Some(2),
     };
     pacer.record("upgrade", survey);
-    assert_eq!(pacer.wait("upgrade", Some(1), now), Some(ms(400)));
+    assert_eq!(pacer.wait("upgrade", Some(1), now), Some(ms(400)), "1 of 2");
     assert_eq!(pacer.wait("other", Some(1), now), None, "per window");
-    pacer.clone().forget("upgrade");
+    pacer.clone().stop_ended("upgrade");
+    assert_eq!(pacer.wait("upgrade", Some(1), now), None, "2 of 2, shared");
+    pacer.forget("upgrade");
     assert_eq!(pacer.wait("upgrade", Some(1), now), None, "forgotten");
+    pacer.stop_ended("upgrade");
+    assert_eq!(
+        pacer.survey_starting("upgrade"),
+        0,
+        "a deleted window's late stops are not kept"
+    );
 }

@@ -21,7 +21,7 @@ use lifeguard_runtime::pages::Pages;
 use serde_json::json;
 
 use super::nodes::{NodeMeta, NodeTally};
-use super::pacing::{LastSurvey, SurveyPacer};
+use super::pacing::{self, LastSurvey, SurveyPacer};
 use super::plan::{self, IDLE_POLL, SpecCheck, Survey, ValidWindow};
 use super::resume::ResumePlan;
 use super::{gates, hold, node_signal};
@@ -116,23 +116,30 @@ pub async fn reconcile_window(
         ctx.notify.send(doc);
     }
     let nodes = node_signal::list(&ctx.client, valid.node_scoped).await?;
+    let stops_ended_before = ctx.surveys.survey_starting(&name);
     let surveying = Instant::now();
     let mut survey = survey(&ctx, &valid, &nodes).await?;
     let took = surveying.elapsed();
-    ctx.surveys.record(
-        &name,
-        LastSurvey {
-            ended: Instant::now(),
-            took,
-            generation: mw.metadata.generation,
-        },
-    );
+    let mut last = LastSurvey {
+        ended: Instant::now(),
+        took,
+        generation: mw.metadata.generation,
+        stops_ended_before,
+        awaiting: None,
+    };
+    ctx.surveys.record(&name, last);
     if survey.wanted() {
         ctx.metrics.window_surveys.observe(took.as_secs_f64());
     }
     // A gate that holds leaves the drain no new stop (`hold.rs`).
     let kept_hold = mw.status.as_ref().and_then(|s| s.hold.as_ref());
     let hold = gates::hold_drain(&ctx, &valid, &mut survey, kept_hold, now).await?;
+    // Known only now that a hold has had its say: whether the drain's last stops are all
+    // in flight, so that the end of the last one is surveyed at once (`pacing`).
+    last.awaiting = survey.drain.as_ref().and_then(pacing::stops_awaited);
+    if last.awaiting.is_some() {
+        ctx.surveys.record(&name, last);
+    }
     let max_hold = valid.window.gates.as_ref().and_then(|g| g.max_hold);
     if let Some(drain) = &survey.drain {
         // Marked MARKS_IN_FLIGHT at a time, not one after another: a drain of thousands
@@ -412,6 +419,8 @@ mod tests {
             ended: std::time::Instant::now(),
             took: std::time::Duration::from_secs(1),
             generation: Some(1),
+            stops_ended_before: 0,
+            awaiting: None,
         };
         surveys.record("upgrade", surveyed);
         for (window, remaining) in [("upgrade", 3), ("other", 1)] {

@@ -117,6 +117,7 @@ async fn write_status(
     let stored =
         lifeguard_runtime::status::apply(api, &ws.name_any(), FIELD_MANAGER, &status).await?;
     if let Some(window) = crate::window::stop_ended::window_to_wake(ws, &status) {
+        ctx.surveys.stop_ended(window);
         // Full or closed: the window's own poll still comes.
         let _ = ctx.stop_ended.try_send(ObjectRef::new(window));
     }

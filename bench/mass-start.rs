@@ -397,7 +397,8 @@ async fn main() -> anyhow::Result<()> {
 async fn wait_for_earlier_runs(client: Client) -> anyhow::Result<()> {
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let workspaces: Api<Workspace> = Api::all(client);
-    let bench = ListParams::default().labels(&format!("{}={}", BENCH_LABEL.0, BENCH_LABEL.1));
+    let selector = format!("{}={}", BENCH_LABEL.0, BENCH_LABEL.1);
+    let bench = ListParams::default().labels(&selector);
     if let Some(kept) = namespaces
         .list_metadata(&bench)
         .await?
@@ -407,7 +408,7 @@ async fn wait_for_earlier_runs(client: Client) -> anyhow::Result<()> {
     {
         anyhow::bail!(
             "namespace {} of an earlier run is still there and not being deleted: \
-             `kubectl delete namespace -l lifeguard.dev/bench=mass-start`, then rerun",
+             `kubectl delete namespace -l {selector}`, then rerun",
             kept.name_any()
         );
     }

@@ -36,7 +36,7 @@ mod handshake_drain;
 #[path = "mass_drain.rs"]
 mod mass_drain;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -627,6 +627,7 @@ async fn run_both(
     );
 
     let reconciles_before = lifeguard_e2e::reconciles_by_action(client).await?;
+    let surveys_before = window_surveys(client).await?;
     let calls_before = lifeguard_e2e::apiserver_requests(client).await?;
     let cpu = cpu_tally::Measure::start();
     let profile = apiserver_profile::start(profiler, "lifeguard-drain");
@@ -635,6 +636,7 @@ async fn run_both(
     apiserver_profile::finish(profile).await;
     let drain_calls = calls_per_pod(&calls_before, client, n).await?;
     let reconciles_after = lifeguard_e2e::reconciles_by_action(client).await?;
+    let surveys_after = window_surveys(client).await?;
     println!(
         "mass drain: {n} pods deleted directly, all gone after {deleted:.1?}; a drain window: Drained after {:.1?}, all pods gone after {:.1?}, {} Stopped",
         drain.drained, drain.pods_gone, drain.stopped
@@ -647,6 +649,10 @@ async fn run_both(
     println!(
         "controller reconciles per workspace during the drain: {}",
         per_workspace(&reconciles_before, &reconciles_after, n).join(", ")
+    );
+    println!(
+        "the window's surveys during the drain, by source: {}",
+        surveys_between(&surveys_before, &surveys_after).join(", ")
     );
     println!(
         "API server requests per pod, from the first delete (the window's creation) to the last pod gone:"
@@ -666,6 +672,40 @@ async fn run_both(
         webhook_memory(&webhooks)
     );
     Ok(deleted)
+}
+
+/// The controller's surveys so far by source (`watch`, `list`): how many, and the seconds
+/// they took in all.
+async fn window_surveys(client: &Client) -> anyhow::Result<BTreeMap<String, (f64, f64)>> {
+    const SERIES: &str = "lifeguard_controller_window_survey_seconds";
+    let counts =
+        lifeguard_e2e::controller_series_by_label(client, &format!("{SERIES}_count")).await?;
+    let sums = lifeguard_e2e::controller_series_by_label(client, &format!("{SERIES}_sum")).await?;
+    Ok(counts
+        .into_iter()
+        .map(|(source, count)| {
+            let sum = sums.get(&source).copied().unwrap_or(0.0);
+            (source, (count, sum))
+        })
+        .collect())
+}
+
+/// "watch 412 (0.9 s in all)", one per source, for the surveys between two readings.
+fn surveys_between(
+    before: &BTreeMap<String, (f64, f64)>,
+    after: &BTreeMap<String, (f64, f64)>,
+) -> Vec<String> {
+    after
+        .iter()
+        .map(|(source, (count, sum))| {
+            let (count_before, sum_before) = before.get(source).copied().unwrap_or((0.0, 0.0));
+            format!(
+                "{source} {:.0} ({:.1} s in all)",
+                count - count_before,
+                sum - sum_before
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -85,6 +85,8 @@ pub struct Context {
     /// Each window's last survey of the Workspaces, which paces the next
     /// (`window::pacing`).
     pub surveys: window::pacing::SurveyPacer,
+    /// What the watch of Workspaces shows of each, for the windows' surveys.
+    pub survey_index: window::survey_index::SurveyIndex,
 }
 
 impl Context {

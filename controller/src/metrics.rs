@@ -38,8 +38,9 @@ pub struct Metrics {
     pub workspace_starts: HistogramVec,
     pub start_failures: IntCounterVec,
     pub pods_force_deleted: IntCounterVec,
-    /// How long each window's survey of the Workspaces took (`window::pacing`).
-    pub window_surveys: prometheus::Histogram,
+    /// How long each window's survey of the Workspaces took, by where it was taken from
+    /// (`window::pacing`, `window::survey_index`).
+    pub window_surveys: prometheus::HistogramVec,
 }
 
 fn counter(name: &str, help: &str, labels: &[&str]) -> Result<IntCounterVec, prometheus::Error> {
@@ -181,12 +182,13 @@ impl Metrics {
                 &[],
             )?,
             // From a page of a few workspaces (milliseconds) to 10,000 on a busy API server.
-            window_surveys: prometheus::Histogram::with_opts(
+            window_surveys: prometheus::HistogramVec::new(
                 HistogramOpts::new(
                     "lifeguard_controller_window_survey_seconds",
-                    "Surveys of the Workspaces by an active window (every Workspace listed, 200 a page); a window surveys again only after four times the last one's duration.",
+                    "Surveys of the Workspaces by an active window, by source: watch (the controller's own watch, for a drain's progress) or list (every Workspace listed, 200 a page: before the watch is in, for a node-scoped or resuming window, and to confirm Drained). A window surveys again after four times the last survey's duration, at least a second, or at once when its drain's last stop ends.",
                 )
-                .buckets(vec![0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0]),
+                .buckets(vec![0.001, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0]),
+                &["source"],
             )?,
             stopping_pods: IntGauge::new(
                 "lifeguard_controller_stopping_pods",

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use axum::Router;
-use futures::{FutureExt, StreamExt};
-use kube::core::PartialObjectMeta;
+use futures::{FutureExt, StreamExt, TryStreamExt};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::core::{PartialObjectMeta, PartialObjectMetaExt};
 use kube::runtime::controller::Config as ControllerConfig;
 use kube::runtime::events::Reporter;
 use kube::runtime::reflector::{self, ObjectRef};
@@ -80,6 +81,32 @@ async fn publish_phases(
                 .with_label_values(&[phase.as_str()])
                 .set(n);
         }
+    }
+}
+
+/// A watch event of a whole Workspace as one of its identity: the reconciler reads each
+/// Workspace fresh, so the cache only has to name it. Even uid and resourceVersion go:
+/// they would be copied into every cache key too. `generation` carries the fingerprint of
+/// what the reconciler acts on (`trigger`).
+fn identity_event(
+    event: watcher::Event<Workspace>,
+) -> watcher::Event<PartialObjectMeta<Workspace>> {
+    let identity = |ws: Workspace| {
+        let meta = ws.metadata;
+        ObjectMeta {
+            generation: Some(trigger::fingerprint(&meta)),
+            name: meta.name,
+            namespace: meta.namespace,
+            ..ObjectMeta::default()
+        }
+        .into_response_partial()
+    };
+    match event {
+        watcher::Event::Apply(ws) => watcher::Event::Apply(identity(ws)),
+        watcher::Event::Delete(ws) => watcher::Event::Delete(identity(ws)),
+        watcher::Event::Init => watcher::Event::Init,
+        watcher::Event::InitApply(ws) => watcher::Event::InitApply(identity(ws)),
+        watcher::Event::InitDone => watcher::Event::InitDone,
     }
 }
 
@@ -206,6 +233,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     // Bounded: a full queue only means the window already has a wake-up pending (and
     // its poll remains).
     let (stop_ended, stops_ended) = tokio::sync::mpsc::channel(1024);
+    let survey_index = window::survey_index::SurveyIndex::default();
     let context = Arc::new(Context {
         client: client.clone(),
         windows,
@@ -222,23 +250,21 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         notify,
         phases: PhaseTally::default(),
         surveys: window::pacing::SurveyPacer::default(),
+        survey_index: survey_index.clone(),
     });
-    // Only the identity of each Workspace is cached: the reconciler reads it fresh, and
-    // managedFields alone would be most of a cached object's memory.
+    // Only the identity of each Workspace is cached for the reconciler, which reads it
+    // fresh: managedFields alone would be most of a cached object's memory. The watch
+    // receives whole objects either way (a watch of `PartialObjectMeta` is decoded from
+    // them), so the windows' survey index takes the few fields it reads on the way.
     let (store, writer) = reflector::store();
     let workspace_events = watcher(
-        Api::<PartialObjectMeta<Workspace>>::all(client.clone()),
+        Api::<Workspace>::all(client.clone()),
         watcher::Config::default(),
     )
     .default_backoff()
-    .modify(|ws| {
-        // The reconciler reads each Workspace fresh; the cache only has to name it. Even
-        // uid and resourceVersion go: they would be copied into every cache key too.
-        let meta = std::mem::take(&mut ws.metadata);
-        ws.types = None;
-        ws.metadata.generation = Some(trigger::fingerprint(&meta));
-        ws.metadata.name = meta.name;
-        ws.metadata.namespace = meta.namespace;
+    .map_ok(move |event| {
+        survey_index.apply(&event);
+        identity_event(event)
     })
     .reflect(writer)
     .touched_objects()

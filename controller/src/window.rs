@@ -12,3 +12,4 @@ pub mod prometheus;
 pub mod reconcile;
 pub mod resume;
 pub mod stop_ended;
+pub mod survey_index;

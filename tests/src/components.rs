@@ -132,25 +132,34 @@ pub async fn metric_sum(
 pub async fn reconciles_by_action(
     client: &Client,
 ) -> anyhow::Result<std::collections::BTreeMap<String, f64>> {
-    const SERIES: &str = "lifeguard_controller_reconciles_total{";
-    let mut by_action = std::collections::BTreeMap::new();
+    // One label (`result`): the action taken, or the error's reason.
+    controller_series_by_label(client, "lifeguard_controller_reconciles_total").await
+}
+
+/// The value of the controller's series `name` by its one label's value, summed over the
+/// Ready replicas (the leader's is the one that moves).
+pub async fn controller_series_by_label(
+    client: &Client,
+    name: &str,
+) -> anyhow::Result<std::collections::BTreeMap<String, f64>> {
+    let series = format!("{name}{{");
+    let mut by_label = std::collections::BTreeMap::new();
     for pod in ready_pods(client, Component::Controller).await? {
         let url = format!("{}/metrics", ops_url(&pod, Component::Controller)?);
         for line in http_get(&url)?.lines() {
-            let Some(rest) = line.strip_prefix(SERIES) else {
+            let Some(rest) = line.strip_prefix(series.as_str()) else {
                 continue;
             };
             let (labels, value) = rest.rsplit_once(' ').unwrap_or_default();
-            // One label (`result`): the action taken, or the error's reason.
-            let action = labels
+            let label = labels
                 .split_once("=\"")
                 .map_or(labels, |(_, value)| value.trim_end_matches("\"}"));
             if let Ok(value) = value.parse::<f64>() {
-                *by_action.entry(action.to_string()).or_insert(0.0) += value;
+                *by_label.entry(label.to_string()).or_insert(0.0) += value;
             }
         }
     }
-    Ok(by_action)
+    Ok(by_label)
 }
 
 /// The holder of the controller's leader Lease: the leading pod's name.

@@ -28,9 +28,10 @@ pub use cluster::{
 };
 pub use components::{
     CONTROLLER_LEASE, Component, LIFEGUARD_NAMESPACE, arg_value, controller_leader,
-    declared_container, http_get, kill_pod, leader_and_standby, local_pid, metric_sum,
-    metric_value, ops_url, pod_says_it_leads, ready_pods, reconciles_by_action, review_at,
-    review_on, stop_pod, wait_ready_pods, wait_window_enforced, wait_window_enforced_for,
+    controller_series_by_label, declared_container, http_get, kill_pod, leader_and_standby,
+    local_pid, metric_sum, metric_value, ops_url, pod_says_it_leads, ready_pods,
+    reconciles_by_action, review_at, review_on, stop_pod, wait_ready_pods, wait_window_enforced,
+    wait_window_enforced_for,
 };
 pub use disposal_agent::{RECEIPTS_ROLE, bind_the_stand_in, receipts_agent};
 pub use local_nodes::{SECOND_NODE, StoppedNode, lifeguard_cluster, wait_settled};

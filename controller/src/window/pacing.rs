@@ -10,10 +10,13 @@
 //! server's CPU (docs/benchmarks.md).
 //!
 //! So a window surveys again only after a pause of `GAP_PER_SURVEY_TIME` times its last
-//! survey's duration: the survey then takes at most a fifth of the window reconciler's
-//! time, whatever the fleet, and a slow, busy API server, whose pages take longer, is
-//! asked less often. At a few hundred workspaces the pause is a fraction of a second. A
-//! changed spec (a new `metadata.generation`: paused, ended, widened) is surveyed at once.
+//! survey's duration, and at least `MIN_GAP`: the survey then takes at most a fifth of the
+//! window reconciler's time, whatever the fleet, and a slow, busy API server, whose pages
+//! take longer, is asked less often. A drain's progress is now surveyed from the
+//! controller's own watch (`survey_index`), in a millisecond, so its pause is the floor;
+//! the list that confirms `Drained`, and the surveys the watch does not serve, are paced
+//! by their own duration. A changed spec (a new `metadata.generation`: paused, ended,
+//! widened) is surveyed at once.
 //!
 //! One wake skips the pause: the end of the drain's last stop. When a survey leaves the
 //! drain nothing to do but wait for the stops in flight (`stops_awaited`), the pacer counts
@@ -34,12 +37,17 @@ use super::plan::Drain;
 /// A survey's pause, in multiples of the survey's own duration.
 pub const GAP_PER_SURVEY_TIME: u32 = 4;
 
+/// The shortest pause after a survey. A survey from the watch (`survey_index`) takes a
+/// millisecond, but the pass around it still lists the namespaces and writes the window's
+/// status: without a floor every stop that ends would bring a pass.
+pub const MIN_GAP: Duration = Duration::from_secs(1);
+
 /// A window's last survey.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LastSurvey {
     /// When it ended.
     pub ended: Instant,
-    /// How long it took.
+    /// How long it took; zero when there was nothing to survey.
     pub took: Duration,
     /// The window's `metadata.generation` it surveyed for.
     pub generation: Option<i64>,
@@ -78,7 +86,10 @@ pub fn wait_before_survey(
     {
         return None;
     }
-    let gap = last.took.saturating_mul(GAP_PER_SURVEY_TIME);
+    if last.took.is_zero() {
+        return None;
+    }
+    let gap = last.took.saturating_mul(GAP_PER_SURVEY_TIME).max(MIN_GAP);
     let since = now.saturating_duration_since(last.ended);
     gap.checked_sub(since).filter(|wait| !wait.is_zero())
 }

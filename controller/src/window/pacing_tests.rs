@@ -49,6 +49,16 @@ fn a_window_surveys_again_after_four_times_its_last_survey() {
             None,
         ),
         (
+            "a survey from the watch, of milliseconds, pauses the floor",
+            Some(LastSurvey {
+                took: ms(3),
+                ..last
+            }),
+            Some(3),
+            ms(400),
+            Some(ms(600)),
+        ),
+        (
             "a survey that listed nothing has no pause",
             Some(LastSurvey {
                 took: Duration::ZERO,
@@ -163,13 +173,17 @@ fn the_pacer_counts_a_windows_stops_from_its_first_survey_until_it_is_deleted() 
     pacer.stop_ended("upgrade");
     let survey = LastSurvey {
         ended: now,
-        took: ms(100),
+        took: ms(300),
         generation: Some(1),
         stops_ended_before: before,
         awaiting: Some(2),
     };
     pacer.record("upgrade", survey);
-    assert_eq!(pacer.wait("upgrade", Some(1), now), Some(ms(400)), "1 of 2");
+    assert_eq!(
+        pacer.wait("upgrade", Some(1), now),
+        Some(ms(1200)),
+        "1 of 2"
+    );
     assert_eq!(pacer.wait("other", Some(1), now), None, "per window");
     pacer.clone().stop_ended("upgrade");
     assert_eq!(pacer.wait("upgrade", Some(1), now), None, "2 of 2, shared");

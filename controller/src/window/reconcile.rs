@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use jiff::Timestamp;
@@ -24,6 +24,7 @@ use super::nodes::{NodeMeta, NodeTally};
 use super::pacing::{self, LastSurvey, SurveyPacer};
 use super::plan::{self, IDLE_POLL, SpecCheck, Survey, ValidWindow};
 use super::resume::ResumePlan;
+use super::survey_index::{self, SurveySource};
 use super::{gates, hold, node_signal};
 use crate::metrics::Metrics;
 use crate::{Context, Error, FIELD_MANAGER};
@@ -46,32 +47,52 @@ pub(super) async fn namespace_labels(
 }
 
 /// One pass over the Workspaces serves the drain, the count of notified ones and the
-/// per-node tally.
-async fn survey(ctx: &Context, valid: &ValidWindow, nodes: &[NodeMeta]) -> Result<Survey, Error> {
+/// per-node tally: from the controller's watch where that serves (`survey_index`), else
+/// listed.
+async fn survey(
+    ctx: &Context,
+    valid: &ValidWindow,
+    nodes: &[NodeMeta],
+) -> Result<(Survey, SurveySource), Error> {
     let tally = valid
         .node_scoped
         .then(|| NodeTally::for_nodes(&valid.window, nodes));
     let mut survey = Survey::for_window(valid, tally);
     if !survey.wanted() {
-        return Ok(survey);
+        return Ok((survey, SurveySource::List));
     }
     let namespaces = if valid.draining || valid.node_scoped {
         namespace_labels(ctx).await?
     } else {
         BTreeMap::new()
     };
+    if survey_index::may_use_index(&survey) {
+        let indexed = ctx.survey_index.fold_pages(PAGE as usize, |page| {
+            survey.add(&valid.window, page, &namespaces)
+        });
+        if indexed && !survey_index::needs_list(&survey) {
+            return Ok((limited(survey, valid), SurveySource::Watch));
+        }
+        // Listed afresh; a survey the index may take has no node tally to carry over.
+        survey = Survey::for_window(valid, None);
+    }
     let api = Api::<Workspace>::all(ctx.client.clone());
     let mut pages = Pages::new(ListParams::default().limit(PAGE));
     while let Some(page) = pages.next(&api).await? {
         survey.add(&valid.window, &page, &namespaces);
     }
+    Ok((limited(survey, valid), SurveySource::List))
+}
+
+/// The survey once every Workspace is in: what the budget lets start.
+fn limited(mut survey: Survey, valid: &ValidWindow) -> Survey {
     if let Some(drain) = survey.drain.as_mut() {
         drain.limit(&valid.window);
     }
     if let Some(resume) = survey.resume.as_mut() {
         resume.limit(&valid.window);
     }
-    Ok(survey)
+    survey
 }
 
 /// A Normal Event about the window.
@@ -118,18 +139,25 @@ pub async fn reconcile_window(
     let nodes = node_signal::list(&ctx.client, valid.node_scoped).await?;
     let stops_ended_before = ctx.surveys.survey_starting(&name);
     let surveying = Instant::now();
-    let mut survey = survey(&ctx, &valid, &nodes).await?;
+    let (mut survey, source) = survey(&ctx, &valid, &nodes).await?;
     let took = surveying.elapsed();
     let mut last = LastSurvey {
         ended: Instant::now(),
-        took,
+        took: if survey.wanted() {
+            took
+        } else {
+            Duration::ZERO
+        },
         generation: mw.metadata.generation,
         stops_ended_before,
         awaiting: None,
     };
     ctx.surveys.record(&name, last);
     if survey.wanted() {
-        ctx.metrics.window_surveys.observe(took.as_secs_f64());
+        ctx.metrics
+            .window_surveys
+            .with_label_values(&[source.as_str()])
+            .observe(took.as_secs_f64());
     }
     // A gate that holds leaves the drain no new stop (`hold.rs`).
     let kept_hold = mw.status.as_ref().and_then(|s| s.hold.as_ref());
@@ -222,6 +250,7 @@ async fn mark_drained(
     let asked = api
         .patch(ws, &PatchParams::default(), &Patch::Merge(&patch))
         .await?;
+    ctx.survey_index.note_marked(namespace, ws, name);
     tracing::info!(window = %name, workspace = %ws, %namespace, "draining workspace");
     if let Some(occurrence) = &valid.status.current_occurrence {
         let message = valid.window.message.as_deref();

@@ -1,0 +1,277 @@
+//! The window's survey from the controller's own watch of Workspaces, not a list.
+//!
+//! A draining window surveys every Workspace again and again: to count what is left and in
+//! flight, for the budget and for the status the platform team reads. As a list, a survey
+//! costs the API server a page of 200 custom resources read from etcd, decoded, checked
+//! against the schema and encoded, 50 pages at 10,000 workspaces; the pacing
+//! (`pacing.rs`) holds it to a fifth of the window reconciler's time, and it was still
+//! 12 to 27 % of the API server's CPU in a drain of 5,000 (docs/benchmarks.md).
+//!
+//! The controller already watches every Workspace (`run.rs`) to trigger its reconciler.
+//! That watch receives whole objects; this index keeps, of each, only the few fields a
+//! survey reads (`SurveyFacts`: a few hundred bytes, where a stored Workspace with its pod
+//! template would take kilobytes), and rebuilds a Workspace from them when a survey folds
+//! them in, a page at a time, so the survey's rules (`plan`, `lifeguard_api::drain`) are
+//! the same ones a list feeds.
+//!
+//! A watch lags the API server by its latency, so the index serves progress, not promises:
+//! - A drain mark this controller just wrote is noted here at once (`note_marked`) and kept
+//!   until the watch shows it: otherwise the next survey would mark the workspace again and
+//!   count one stop less in flight than the budget allows.
+//! - `Drained` and a node's drained label are promises an upgrade tool acts on: a survey
+//!   that would make one is taken from a list (`survey_source`).
+//! - Until the watch's first full list is in, every survey lists.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use kube::ResourceExt;
+use kube::runtime::watcher::Event;
+use lifeguard_api::names::{
+    DRAINED_BY_ANNOTATION, DRAINED_UNTIL_ANNOTATION, POSTPONE_DRAIN_ANNOTATION, RESUME_ANNOTATION,
+};
+use lifeguard_api::notice::MaintenanceNotice;
+use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceSpec, WorkspaceStatus};
+
+use super::plan::Survey;
+
+/// Where a pass takes its survey from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SurveySource {
+    /// The watch's index: the drain's progress.
+    Watch,
+    /// A list, page by page: what a promise is made from, and what the index does not hold.
+    List,
+}
+
+impl SurveySource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Watch => "watch",
+            Self::List => "list",
+        }
+    }
+}
+
+/// Whether a survey shaped like `survey` (as `Survey::for_window` made it) may be taken from
+/// the index: a drain's progress and a notice's count, which only count. A node-scoped
+/// window labels its nodes drained from the survey, and a resume asks workspaces to start:
+/// both act on what the survey saw, so they list.
+pub fn may_use_index(survey: &Survey) -> bool {
+    (survey.drain.is_some() || survey.notified.is_some())
+        && survey.nodes.is_none()
+        && survey.resume.is_none()
+}
+
+/// Whether a survey taken from the index must be taken again from a list before the pass
+/// acts on it: when it finds the drain done, which the pass would publish as `Drained`.
+/// A Workspace the watch has not shown yet, or one whose last stop it has not seen, must
+/// not be missed there.
+pub fn needs_list(survey: &Survey) -> bool {
+    survey
+        .drain
+        .as_ref()
+        .is_some_and(|d| d.remaining == 0 && d.to_stop.is_empty())
+}
+
+/// What a survey reads of one Workspace (`plan`, `resume`, `lifeguard_api::drain`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SurveyFacts {
+    labels: BTreeMap<String, String>,
+    drained_by: Option<Box<str>>,
+    drained_until: Option<Box<str>>,
+    postpone_drain: Option<Box<str>>,
+    resume: Option<Box<str>>,
+    deleting: Option<Time>,
+    phase: Option<WorkspacePhase>,
+    node: Option<Box<str>>,
+    notice_window: Option<Box<str>>,
+    resumed: Option<Box<str>>,
+    /// A drain mark this controller wrote that the watch has not shown yet.
+    marked_by: Option<Box<str>>,
+}
+
+fn boxed(value: Option<&String>) -> Option<Box<str>> {
+    value.map(|v| v.as_str().into())
+}
+
+impl SurveyFacts {
+    pub fn of(ws: &Workspace) -> Self {
+        let annotations = ws.annotations();
+        let status = ws.status.as_ref();
+        Self {
+            labels: ws.labels().clone(),
+            drained_by: boxed(annotations.get(DRAINED_BY_ANNOTATION)),
+            drained_until: boxed(annotations.get(DRAINED_UNTIL_ANNOTATION)),
+            postpone_drain: boxed(annotations.get(POSTPONE_DRAIN_ANNOTATION)),
+            resume: boxed(annotations.get(RESUME_ANNOTATION)),
+            deleting: ws.metadata.deletion_timestamp.clone(),
+            phase: status.and_then(|s| s.phase),
+            node: status.and_then(|s| boxed(s.node_name.as_ref())),
+            notice_window: status
+                .and_then(|s| s.maintenance_notice.as_ref())
+                .map(|n| n.window.as_str().into()),
+            resumed: status.and_then(|s| boxed(s.resumed.as_ref())),
+            marked_by: None,
+        }
+    }
+
+    /// These facts as a Workspace named `namespace`/`name`: everything a survey reads, and
+    /// nothing else (no pod template, no conditions; a notice names only its window).
+    pub fn workspace(&self, namespace: &str, name: &str) -> Workspace {
+        let mut annotations = BTreeMap::new();
+        let drained_by = self.drained_by.as_ref().or(self.marked_by.as_ref());
+        for (key, value) in [
+            (DRAINED_BY_ANNOTATION, drained_by),
+            (DRAINED_UNTIL_ANNOTATION, self.drained_until.as_ref()),
+            (POSTPONE_DRAIN_ANNOTATION, self.postpone_drain.as_ref()),
+            (RESUME_ANNOTATION, self.resume.as_ref()),
+        ] {
+            if let Some(value) = value {
+                annotations.insert(key.to_string(), value.to_string());
+            }
+        }
+        let status = WorkspaceStatus {
+            phase: self.phase,
+            node_name: self.node.as_deref().map(str::to_string),
+            maintenance_notice: self
+                .notice_window
+                .as_deref()
+                .map(|window| MaintenanceNotice {
+                    window: window.to_string(),
+                    start: Time(jiff::Timestamp::UNIX_EPOCH),
+                    end: Time(jiff::Timestamp::UNIX_EPOCH),
+                    message: None,
+                }),
+            resumed: self.resumed.as_deref().map(str::to_string),
+            ..WorkspaceStatus::default()
+        };
+        Workspace {
+            metadata: ObjectMeta {
+                name: Some(name.to_string()),
+                namespace: Some(namespace.to_string()),
+                labels: (!self.labels.is_empty()).then(|| self.labels.clone()),
+                annotations: (!annotations.is_empty()).then_some(annotations),
+                deletion_timestamp: self.deleting.clone(),
+                ..ObjectMeta::default()
+            },
+            spec: WorkspaceSpec::default(),
+            status: Some(status),
+        }
+    }
+
+    /// These facts, newly watched, after `earlier`: a mark this controller wrote stays
+    /// noted until the watch shows the annotation (an event may be older than the mark).
+    fn after(mut self, earlier: Option<&SurveyFacts>) -> Self {
+        if let Some(marked) = earlier.and_then(|e| e.marked_by.as_ref())
+            && self.drained_by.is_none()
+        {
+            self.marked_by = Some(marked.clone());
+        }
+        self
+    }
+}
+
+type Key = (String, String);
+
+fn key_of(ws: &Workspace) -> Option<Key> {
+    Some((ws.metadata.namespace.clone()?, ws.metadata.name.clone()?))
+}
+
+#[derive(Debug, Default)]
+struct Index {
+    /// Every Workspace the watch has shown, once its first full list is in.
+    workspaces: Option<HashMap<Key, SurveyFacts>>,
+    /// A re-list under way: the old index serves until it is complete.
+    relisting: Option<HashMap<Key, SurveyFacts>>,
+}
+
+/// The index, shared by the watch that feeds it and the window reconciler that reads it.
+#[derive(Clone, Default)]
+pub struct SurveyIndex(Arc<RwLock<Index>>);
+
+impl SurveyIndex {
+    // The index stays consistent whatever panicked while holding it: each change is one
+    // map operation.
+    fn read(&self) -> RwLockReadGuard<'_, Index> {
+        self.0
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Index> {
+        self.0
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Folds one event of the Workspace watch in.
+    pub fn apply(&self, event: &Event<Workspace>) {
+        let mut index = self.write();
+        match event {
+            Event::Apply(ws) => {
+                if let (Some(key), Some(workspaces)) = (key_of(ws), index.workspaces.as_mut()) {
+                    let facts = SurveyFacts::of(ws).after(workspaces.get(&key));
+                    workspaces.insert(key, facts);
+                }
+            }
+            Event::Delete(ws) => {
+                if let (Some(key), Some(workspaces)) = (key_of(ws), index.workspaces.as_mut()) {
+                    workspaces.remove(&key);
+                }
+            }
+            Event::Init => index.relisting = Some(HashMap::new()),
+            Event::InitApply(ws) => {
+                if let (Some(key), Some(relisting)) = (key_of(ws), index.relisting.as_mut()) {
+                    relisting.insert(key, SurveyFacts::of(ws));
+                }
+            }
+            Event::InitDone => {
+                // A re-list reads the API server after the marks it could miss were
+                // written, or lists them in the next page: noted marks are not carried.
+                if let Some(relisted) = index.relisting.take() {
+                    index.workspaces = Some(relisted);
+                }
+            }
+        }
+    }
+
+    /// Notes that window `window` marked `namespace`/`name` to drain, before the watch
+    /// shows it. A workspace the index does not hold is left alone: the watch brings it.
+    pub fn note_marked(&self, namespace: &str, name: &str, window: &str) {
+        let mut index = self.write();
+        let key = (namespace.to_string(), name.to_string());
+        if let Some(facts) = index.workspaces.as_mut().and_then(|w| w.get_mut(&key))
+            && facts.drained_by.is_none()
+        {
+            facts.marked_by = Some(window.into());
+        }
+    }
+
+    /// Folds every indexed Workspace into `fold`, `page` at a time (the rebuilt Workspaces
+    /// of one page are all that is held at once). `false`, folding nothing, until the
+    /// watch's first full list is in.
+    pub fn fold_pages(&self, page: usize, mut fold: impl FnMut(&[Workspace])) -> bool {
+        let index = self.read();
+        let Some(workspaces) = index.workspaces.as_ref() else {
+            return false;
+        };
+        let mut batch = Vec::with_capacity(page.max(1));
+        for ((namespace, name), facts) in workspaces {
+            batch.push(facts.workspace(namespace, name));
+            if batch.len() >= page.max(1) {
+                fold(&batch);
+                batch.clear();
+            }
+        }
+        if !batch.is_empty() {
+            fold(&batch);
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+#[path = "survey_index_tests.rs"]
+mod tests;

@@ -1,0 +1,349 @@
+//! The survey from the watch: the same answer a list gives, marks noted until the watch
+//! shows them, and nothing served before the first full list.
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use kube::runtime::watcher::Event;
+use lifeguard_api::Workspace;
+use lifeguard_api::names::{
+    DRAINED_BY_ANNOTATION, DRAINED_UNTIL_ANNOTATION, POSTPONE_DRAIN_ANNOTATION, RESUME_ANNOTATION,
+};
+use serde_json::{Value, json};
+
+use super::super::nodes::NodeTally;
+use super::super::plan::plan_budget_tests::window;
+use super::super::plan::{Drain, Survey};
+use super::super::resume::ResumePlan;
+use super::*;
+use lifeguard_api::window::CompiledWindow;
+
+/// A workspace `namespace`/`name` with these labels, annotations and status.
+fn ws(namespace: &str, name: &str, labels: Value, annotations: Value, status: Value) -> Workspace {
+    serde_json::from_value(json!({
+        "metadata": {
+            "name": name, "namespace": namespace, "labels": labels, "annotations": annotations,
+            "uid": format!("uid-{name}"), "resourceVersion": "42",
+            "managedFields": [{"manager": "kubectl", "operation": "Update"}],
+        },
+        "spec": {"podTemplate": {"spec": {"containers": [{"name": "ide", "image": "ide:1"}]}}},
+        "status": status,
+    }))
+    .expect("workspace literal")
+}
+
+fn running(name: &str) -> Workspace {
+    ws(
+        "dev",
+        name,
+        json!({}),
+        json!({}),
+        json!({"phase": "Running", "nodeName": "node-1"}),
+    )
+}
+
+/// Every shape a drain tells apart, in namespaces `dev` (labelled team=a) and `ops`.
+fn fleet() -> Vec<Workspace> {
+    let now = "2026-12-01T22:10:00Z";
+    vec![
+        running("to-stop"),
+        ws(
+            "dev",
+            "in-flight",
+            json!({"team": "a"}),
+            json!({DRAINED_BY_ANNOTATION: "upgrade", DRAINED_UNTIL_ANNOTATION: "2026-12-01T23:00:00Z"}),
+            json!({"phase": "Stopping", "nodeName": "node-2"}),
+        ),
+        ws(
+            "dev",
+            "drained",
+            json!({}),
+            json!({DRAINED_BY_ANNOTATION: "upgrade"}),
+            json!({"phase": "Stopped"}),
+        ),
+        ws(
+            "dev",
+            "by-another",
+            json!({}),
+            json!({DRAINED_BY_ANNOTATION: "other"}),
+            json!({"phase": "Stopping"}),
+        ),
+        ws(
+            "dev",
+            "postponed",
+            json!({}),
+            json!({POSTPONE_DRAIN_ANNOTATION: "20m"}),
+            json!({"phase": "Running"}),
+        ),
+        ws(
+            "dev",
+            "failed",
+            json!({}),
+            json!({}),
+            json!({"phase": "Failed"}),
+        ),
+        ws("dev", "never-started", json!({}), json!({}), json!({})),
+        ws(
+            "ops",
+            "noticed",
+            json!({"tier": "gold"}),
+            json!({RESUME_ANNOTATION: "x"}),
+            json!({"phase": "Running", "resumed": "y",
+                   "maintenanceNotice": {"window": "upgrade", "start": now, "end": now, "message": "hi"}}),
+        ),
+        {
+            let mut deleting = running("deleting");
+            deleting.metadata.deletion_timestamp = Some(Time(now.parse().expect("instant")));
+            deleting
+        },
+    ]
+}
+
+/// The survey of `window` from `pages`, with the drain's and the notice's counts.
+fn survey_of(
+    window: &CompiledWindow,
+    pages: impl FnOnce(&mut dyn FnMut(&[Workspace])) -> bool,
+) -> Option<Survey> {
+    let start: Timestamp = "2026-12-01T22:00:00Z".parse().expect("instant");
+    let now: Timestamp = "2026-12-01T22:10:00Z".parse().expect("instant");
+    let mut survey = Survey {
+        drain: Some(Drain::at(start, now)),
+        notified: Some(0),
+        nodes: None,
+        resume: None,
+    };
+    let namespaces = BTreeMap::from([(
+        "dev".to_string(),
+        BTreeMap::from([("team".to_string(), "a".to_string())]),
+    )]);
+    let listed = pages(&mut |page| survey.add(window, page, &namespaces));
+    if let Some(drain) = survey.drain.as_mut() {
+        drain.to_stop.sort();
+        drain.postponed_first.sort();
+    }
+    listed.then_some(survey)
+}
+
+fn listed(index: &SurveyIndex) -> SurveyIndex {
+    index.apply(&Event::Init);
+    for ws in fleet() {
+        index.apply(&Event::InitApply(ws));
+    }
+    index.apply(&Event::InitDone);
+    index.clone()
+}
+
+#[test]
+fn the_watch_surveys_what_a_list_of_the_same_workspaces_does() {
+    // (what, window)
+    let cases = [
+        ("every namespace", window(json!({}))),
+        (
+            "a namespace selector",
+            window(json!({"namespaceSelector": {"matchLabels": {"team": "a"}}})),
+        ),
+        (
+            "a workspace selector",
+            window(json!({"workspaceSelector": {"matchLabels": {"tier": "gold"}}})),
+        ),
+        (
+            "postponement allowed",
+            window(json!({"maxPostpone": "30m"})),
+        ),
+    ];
+    let mut told_apart = 0;
+    for (what, window) in cases {
+        let from_list = survey_of(&window, |fold| {
+            fleet().chunks(3).for_each(fold);
+            true
+        });
+        let index = listed(&SurveyIndex::default());
+        let from_watch = survey_of(&window, |fold| index.fold_pages(3, fold));
+        let (Some(from_list), Some(from_watch)) = (from_list, from_watch) else {
+            panic!("{what}: both surveyed");
+        };
+        assert_eq!(from_watch.drain, from_list.drain, "{what}: the drain");
+        assert_eq!(from_watch.notified, from_list.notified, "{what}: notified");
+        if let Some(d) = from_list.drain {
+            told_apart += usize::from(d.postponed > 0) + usize::from(d.in_flight > 0);
+        }
+    }
+    assert!(
+        told_apart >= 2,
+        "the fleet postpones one and has one in flight"
+    );
+}
+
+#[test]
+fn the_facts_keep_everything_a_survey_reads() {
+    for ws in fleet() {
+        let facts = SurveyFacts::of(&ws);
+        let rebuilt = facts.workspace("dev", "x");
+        assert_eq!(SurveyFacts::of(&rebuilt), facts, "{:?}", ws.metadata.name);
+        assert_eq!(
+            rebuilt.labels(),
+            ws.labels(),
+            "{:?}: labels",
+            ws.metadata.name
+        );
+        assert!(
+            rebuilt.spec.pod_template.spec.is_none() && rebuilt.metadata.managed_fields.is_none(),
+            "what the survey does not read is not kept"
+        );
+    }
+}
+
+fn drain_of(index: &SurveyIndex) -> Drain {
+    let window = window(json!({}));
+    let survey = survey_of(&window, |fold| index.fold_pages(200, fold)).expect("listed");
+    survey.drain.expect("draining")
+}
+
+#[test]
+fn a_mark_counts_in_flight_until_the_watch_shows_it() {
+    let index = SurveyIndex::default();
+    index.apply(&Event::Init);
+    index.apply(&Event::InitApply(running("a")));
+    index.apply(&Event::InitDone);
+    let before = drain_of(&index);
+    assert_eq!((before.to_stop.len(), before.in_flight), (1, 0), "unmarked");
+
+    index.note_marked("dev", "a", "upgrade");
+    let d = drain_of(&index);
+    assert_eq!((d.to_stop.len(), d.in_flight), (0, 1), "noted at once");
+
+    // An event from before the mark, still on its way when the mark was written.
+    index.apply(&Event::Apply(running("a")));
+    let d = drain_of(&index);
+    assert_eq!(
+        (d.to_stop.len(), d.in_flight),
+        (0, 1),
+        "an older event keeps it"
+    );
+
+    let marked = ws(
+        "dev",
+        "a",
+        json!({}),
+        json!({DRAINED_BY_ANNOTATION: "upgrade"}),
+        json!({"phase": "Stopping"}),
+    );
+    index.apply(&Event::Apply(marked));
+    assert_eq!(drain_of(&index).in_flight, 1, "the watch shows it");
+
+    // The mark taken off later (a resume): the note went when the watch showed the mark.
+    index.apply(&Event::Apply(running("a")));
+    let d = drain_of(&index);
+    assert_eq!((d.to_stop.len(), d.in_flight), (1, 0), "the note is gone");
+
+    index.note_marked("dev", "unknown", "upgrade");
+    assert_eq!(drain_of(&index).remaining, 1, "a mark adds no workspace");
+    index.apply(&Event::Delete(running("a")));
+    assert_eq!(drain_of(&index).remaining, 0, "deleted");
+}
+
+#[test]
+fn nothing_is_served_before_the_first_full_list_and_a_relist_replaces_the_index() {
+    let index = SurveyIndex::default();
+    assert!(!index.fold_pages(200, |_| {}), "no list yet");
+    index.note_marked("dev", "a", "upgrade");
+    index.apply(&Event::Apply(running("early")));
+    index.apply(&Event::Init);
+    index.apply(&Event::InitApply(running("a")));
+    assert!(
+        !index.fold_pages(200, |_| {}),
+        "the first list is not complete"
+    );
+    index.apply(&Event::InitDone);
+    assert_eq!(drain_of(&index).remaining, 1, "what the list showed");
+
+    // A re-list: the old index serves until the new one is complete.
+    index.apply(&Event::Init);
+    index.apply(&Event::InitApply(running("b")));
+    index.apply(&Event::InitApply(running("c")));
+    assert_eq!(drain_of(&index).to_stop, vec![("dev".into(), "a".into())]);
+    index.apply(&Event::InitDone);
+    let names: Vec<String> = drain_of(&index).to_stop.into_iter().map(|k| k.1).collect();
+    assert_eq!(names, ["b", "c"], "a is gone with the re-list");
+}
+
+#[test]
+fn pages_hold_at_most_the_page_size() {
+    let index = listed(&SurveyIndex::default());
+    let mut sizes = Vec::new();
+    assert!(index.fold_pages(4, |page| sizes.push(page.len())));
+    sizes.sort_unstable();
+    assert_eq!(sizes, [1, 4, 4], "9 workspaces, 4 a page");
+}
+
+#[test]
+fn only_a_survey_that_counts_is_taken_from_the_watch() {
+    let now: Timestamp = "2026-12-01T22:10:00Z".parse().expect("instant");
+    let drain = |remaining: u32, to_stop: usize| Drain {
+        remaining,
+        to_stop: vec![("dev".into(), "w".into()); to_stop],
+        ..Drain::default()
+    };
+    // (what, survey, want: may use the index, want: must list before acting)
+    let cases = [
+        (
+            "a drain in progress",
+            Survey {
+                drain: Some(drain(3, 1)),
+                notified: Some(2),
+                nodes: None,
+                resume: None,
+            },
+            true,
+            false,
+        ),
+        (
+            "a drain that looks done: Drained is confirmed by a list",
+            Survey {
+                drain: Some(drain(0, 0)),
+                notified: None,
+                nodes: None,
+                resume: None,
+            },
+            true,
+            true,
+        ),
+        (
+            "only a notice, which counts",
+            Survey {
+                drain: None,
+                notified: Some(0),
+                nodes: None,
+                resume: None,
+            },
+            true,
+            false,
+        ),
+        (
+            "a node-scoped drain labels its nodes drained from what it sees: listed",
+            Survey {
+                drain: Some(drain(3, 1)),
+                notified: None,
+                nodes: Some(NodeTally::for_nodes(&window(json!({})), &[])),
+                resume: None,
+            },
+            false,
+            false,
+        ),
+        (
+            "a resume asks workspaces to start from what it sees: listed",
+            Survey {
+                drain: None,
+                notified: None,
+                nodes: None,
+                resume: Some(ResumePlan::at(now)),
+            },
+            false,
+            false,
+        ),
+    ];
+    for (what, survey, may, must_list) in cases {
+        assert_eq!(may_use_index(&survey), may, "{what}");
+        assert_eq!(needs_list(&survey), must_list, "{what}");
+    }
+}

@@ -331,6 +331,7 @@ async fn draining_window_stops_running_workspaces_and_reports_drained() {
                      "drain": true, "message": "node upgrade",
                      "namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: ns.clone()}}}
         }))?;
+        let surveys_before = surveys_by_source(&client).await?;
         windows.create(&PostParams::default(), &window).await?;
         let drained = wait_for(&windows, &window_name, TIMEOUT, "Drained", |w: &MaintenanceWindow| {
             w.status.as_ref().is_some_and(|s| {
@@ -338,6 +339,10 @@ async fn draining_window_stops_running_workspaces_and_reports_drained() {
             })
         })
         .await;
+        let surveys_after = surveys_by_source(&client).await?;
+        let surveyed = |source: &str| {
+            surveys_after.get(source).copied().unwrap_or(0.0) - surveys_before.get(source).copied().unwrap_or(0.0)
+        };
         let stopped: Vec<Option<WorkspacePhase>> = futures_phases(&workspaces, &["gina", "hank"]).await?;
         let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
         let pods_left = pods.list(&Default::default()).await?.items.len();
@@ -354,9 +359,24 @@ async fn draining_window_stops_running_workspaces_and_reports_drained() {
         assert_eq!(stopped, vec![Some(WorkspacePhase::Stopped); 2]);
         assert_eq!(pods_left, 0, "drained workspaces keep no pod");
         assert!(drained_event, "a Drained Event about the window");
+        // The drain's progress came from the controller's watch, and `Drained` from a list
+        // (docs/controller.md, the survey).
+        assert!(surveyed("watch") >= 1.0, "surveys from the watch: {surveys_after:?}");
+        assert!(surveyed("list") >= 1.0, "Drained confirmed by a list: {surveys_after:?}");
         Ok(())
     })
     .await;
+}
+
+/// The leading controller's window surveys so far, by source (`watch`, `list`).
+async fn surveys_by_source(
+    client: &kube::Client,
+) -> anyhow::Result<std::collections::BTreeMap<String, f64>> {
+    lifeguard_e2e::controller_series_by_label(
+        client,
+        "lifeguard_controller_window_survey_seconds_count",
+    )
+    .await
 }
 
 async fn futures_phases(

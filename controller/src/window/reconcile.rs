@@ -54,10 +54,13 @@ async fn survey(
     valid: &ValidWindow,
     nodes: &[NodeMeta],
 ) -> Result<(Survey, SurveySource), Error> {
-    let tally = valid
-        .node_scoped
-        .then(|| NodeTally::for_nodes(&valid.window, nodes));
-    let mut survey = Survey::for_window(valid, tally);
+    let empty = || {
+        let tally = valid
+            .node_scoped
+            .then(|| NodeTally::for_nodes(&valid.window, nodes));
+        Survey::for_window(valid, tally)
+    };
+    let mut survey = empty();
     if !survey.wanted() {
         return Ok((survey, SurveySource::List));
     }
@@ -70,11 +73,10 @@ async fn survey(
         let indexed = ctx.survey_index.fold_pages(PAGE as usize, |page| {
             survey.add(&valid.window, page, &namespaces)
         });
-        if indexed && !survey_index::needs_list(&survey) {
+        if indexed && !survey_index::needs_list(&survey, &valid.window.name, nodes) {
             return Ok((limited(survey, valid), SurveySource::Watch));
         }
-        // Listed afresh; a survey the index may take has no node tally to carry over.
-        survey = Survey::for_window(valid, None);
+        survey = empty();
     }
     let api = Api::<Workspace>::all(ctx.client.clone());
     let mut pages = Pages::new(ListParams::default().limit(PAGE));

@@ -19,7 +19,8 @@
 //!   until the watch shows it: otherwise the next survey would mark the workspace again and
 //!   count one stop less in flight than the budget allows.
 //! - `Drained` and a node's drained label are promises an upgrade tool acts on: a survey
-//!   that would make one is taken from a list (`survey_source`).
+//!   that would make one is taken again from a list (`needs_list`).
+//! - A resume, which asks workspaces to start from what its survey saw, lists.
 //! - Until the watch's first full list is in, every survey lists.
 
 use std::collections::{BTreeMap, HashMap};
@@ -34,9 +35,10 @@ use lifeguard_api::names::{
 use lifeguard_api::notice::MaintenanceNotice;
 use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceSpec, WorkspaceStatus};
 
+use super::nodes::{NodeChange, NodeMeta, node_changes};
 use super::plan::Survey;
 
-/// Where a pass takes its survey from.
+/// Where a pass took its survey from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SurveySource {
     /// The watch's index: the drain's progress.
@@ -55,24 +57,28 @@ impl SurveySource {
 }
 
 /// Whether a survey shaped like `survey` (as `Survey::for_window` made it) may be taken from
-/// the index: a drain's progress and a notice's count, which only count. A node-scoped
-/// window labels its nodes drained from the survey, and a resume asks workspaces to start:
-/// both act on what the survey saw, so they list.
+/// the index: a drain's progress, a node-scoped window's per-node counts, a notice's count.
+/// A resume asks workspaces to start from what its survey saw, so it lists.
 pub fn may_use_index(survey: &Survey) -> bool {
-    (survey.drain.is_some() || survey.notified.is_some())
-        && survey.nodes.is_none()
-        && survey.resume.is_none()
+    (survey.drain.is_some() || survey.notified.is_some()) && survey.resume.is_none()
 }
 
-/// Whether a survey taken from the index must be taken again from a list before the pass
-/// acts on it: when it finds the drain done, which the pass would publish as `Drained`.
+/// Whether a survey taken from the index must be taken again from a list before window
+/// `window` acts on it: when it would publish a promise an upgrade tool acts on, the
+/// drain done (`Drained`) or a node newly labelled drained (`nodes`, as read this pass).
 /// A Workspace the watch has not shown yet, or one whose last stop it has not seen, must
 /// not be missed there.
-pub fn needs_list(survey: &Survey) -> bool {
-    survey
+pub fn needs_list(survey: &Survey, window: &str, nodes: &[NodeMeta]) -> bool {
+    let drain_done = survey
         .drain
         .as_ref()
-        .is_some_and(|d| d.remaining == 0 && d.to_stop.is_empty())
+        .is_some_and(|d| d.remaining == 0 && d.to_stop.is_empty());
+    let node_drained = survey.nodes.as_ref().is_some_and(|tally| {
+        node_changes(window, Some(tally), nodes)
+            .iter()
+            .any(|change| matches!(change, NodeChange::Mark { drained: true, .. }))
+    });
+    drain_done || node_drained
 }
 
 /// What a survey reads of one Workspace (`plan`, `resume`, `lifeguard_api::drain`).

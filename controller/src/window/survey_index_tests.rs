@@ -7,11 +7,12 @@ use jiff::Timestamp;
 use kube::runtime::watcher::Event;
 use lifeguard_api::Workspace;
 use lifeguard_api::names::{
-    DRAINED_BY_ANNOTATION, DRAINED_UNTIL_ANNOTATION, POSTPONE_DRAIN_ANNOTATION, RESUME_ANNOTATION,
+    DRAINED_BY_ANNOTATION, DRAINED_UNTIL_ANNOTATION, NODE_DRAINED_LABEL, NODE_WINDOW_ANNOTATION,
+    POSTPONE_DRAIN_ANNOTATION, RESUME_ANNOTATION,
 };
 use serde_json::{Value, json};
 
-use super::super::nodes::NodeTally;
+use super::super::nodes::{NodeMeta, NodeTally};
 use super::super::plan::plan_budget_tests::window;
 use super::super::plan::{Drain, Survey};
 use super::super::resume::ResumePlan;
@@ -99,7 +100,33 @@ fn fleet() -> Vec<Workspace> {
     ]
 }
 
-/// The survey of `window` from `pages`, with the drain's and the notice's counts.
+/// Nodes `node-1` and `node-2`; `drained` is the label this window left on node-2.
+fn nodes(drained: Option<&str>) -> Vec<NodeMeta> {
+    ["node-1", "node-2"]
+        .iter()
+        .map(|n| {
+            let mut labels =
+                BTreeMap::from([("kubernetes.io/hostname".to_string(), n.to_string())]);
+            let mut annotations = BTreeMap::new();
+            if let (Some(value), true) = (drained, *n == "node-2") {
+                labels.insert(NODE_DRAINED_LABEL.to_string(), value.to_string());
+                annotations.insert(NODE_WINDOW_ANNOTATION.to_string(), "upgrade".to_string());
+            }
+            NodeMeta {
+                name: n.to_string(),
+                labels,
+                annotations,
+            }
+        })
+        .collect()
+}
+
+fn node_2() -> Value {
+    json!({"nodeSelector": {"matchLabels": {"kubernetes.io/hostname": "node-2"}}})
+}
+
+/// The survey of `window` from `pages`, with the drain's and the notice's counts, and the
+/// per-node tally of a node-scoped window.
 fn survey_of(
     window: &CompiledWindow,
     pages: impl FnOnce(&mut dyn FnMut(&[Workspace])) -> bool,
@@ -109,7 +136,9 @@ fn survey_of(
     let mut survey = Survey {
         drain: Some(Drain::at(start, now)),
         notified: Some(0),
-        nodes: None,
+        nodes: window
+            .node_scoped()
+            .then(|| NodeTally::for_nodes(window, &nodes(None))),
         resume: None,
     };
     let namespaces = BTreeMap::from([(
@@ -150,6 +179,7 @@ fn the_watch_surveys_what_a_list_of_the_same_workspaces_does() {
             "postponement allowed",
             window(json!({"maxPostpone": "30m"})),
         ),
+        ("node-scoped", window(node_2())),
     ];
     let mut told_apart = 0;
     for (what, window) in cases {
@@ -164,6 +194,7 @@ fn the_watch_surveys_what_a_list_of_the_same_workspaces_does() {
         };
         assert_eq!(from_watch.drain, from_list.drain, "{what}: the drain");
         assert_eq!(from_watch.notified, from_list.notified, "{what}: notified");
+        assert_eq!(from_watch.nodes, from_list.nodes, "{what}: per node");
         if let Some(d) = from_list.drain {
             told_apart += usize::from(d.postponed > 0) + usize::from(d.in_flight > 0);
         }
@@ -277,73 +308,82 @@ fn pages_hold_at_most_the_page_size() {
 }
 
 #[test]
-fn only_a_survey_that_counts_is_taken_from_the_watch() {
+fn what_the_watch_serves_and_what_a_list_confirms() {
     let now: Timestamp = "2026-12-01T22:10:00Z".parse().expect("instant");
     let drain = |remaining: u32, to_stop: usize| Drain {
         remaining,
         to_stop: vec![("dev".into(), "w".into()); to_stop],
         ..Drain::default()
     };
-    // (what, survey, want: may use the index, want: must list before acting)
+    let tally = |left_on_node_2: u32| {
+        let mut tally = NodeTally::for_nodes(&window(node_2()), &nodes(None));
+        (0..left_on_node_2).for_each(|_| tally.count("node-2"));
+        tally
+    };
+    let survey = |drain, nodes, resume| Survey {
+        drain,
+        notified: Some(0),
+        nodes,
+        resume,
+    };
+    // (what, survey, node-2's drained label, want: may use the index, want: must list)
     let cases = [
         (
             "a drain in progress",
-            Survey {
-                drain: Some(drain(3, 1)),
-                notified: Some(2),
-                nodes: None,
-                resume: None,
-            },
+            survey(Some(drain(3, 1)), None, None),
+            None,
             true,
             false,
         ),
         (
             "a drain that looks done: Drained is confirmed by a list",
-            Survey {
-                drain: Some(drain(0, 0)),
-                notified: None,
-                nodes: None,
-                resume: None,
-            },
+            survey(Some(drain(0, 0)), None, None),
+            None,
             true,
             true,
         ),
         (
             "only a notice, which counts",
-            Survey {
-                drain: None,
-                notified: Some(0),
-                nodes: None,
-                resume: None,
-            },
+            survey(None, None, None),
+            None,
             true,
             false,
         ),
         (
-            "a node-scoped drain labels its nodes drained from what it sees: listed",
-            Survey {
-                drain: Some(drain(3, 1)),
-                notified: None,
-                nodes: Some(NodeTally::for_nodes(&window(json!({})), &[])),
-                resume: None,
-            },
+            "a node with workspaces left",
+            survey(Some(drain(3, 0)), Some(tally(1)), None),
+            Some("false"),
+            true,
             false,
+        ),
+        (
+            "a node that looks newly drained: its label is confirmed by a list",
+            survey(Some(drain(3, 0)), Some(tally(0)), None),
+            Some("false"),
+            true,
+            true,
+        ),
+        (
+            "a node already labelled drained",
+            survey(Some(drain(3, 0)), Some(tally(0)), None),
+            Some("true"),
+            true,
             false,
         ),
         (
             "a resume asks workspaces to start from what it sees: listed",
-            Survey {
-                drain: None,
-                notified: None,
-                nodes: None,
-                resume: Some(ResumePlan::at(now)),
-            },
+            survey(None, None, Some(ResumePlan::at(now))),
+            None,
             false,
             false,
         ),
     ];
-    for (what, survey, may, must_list) in cases {
+    for (what, survey, label, may, must_list) in cases {
         assert_eq!(may_use_index(&survey), may, "{what}");
-        assert_eq!(needs_list(&survey), must_list, "{what}");
+        assert_eq!(
+            needs_list(&survey, "upgrade", &nodes(label)),
+            must_list,
+            "{what}"
+        );
     }
 }

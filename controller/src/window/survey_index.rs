@@ -23,7 +23,7 @@
 //! - A resume, which asks workspaces to start from what its survey saw, lists.
 //! - Until the watch's first full list is in, every survey lists.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
@@ -81,17 +81,25 @@ pub fn needs_list(survey: &Survey, window: &str, nodes: &[NodeMeta]) -> bool {
     drain_done || node_drained
 }
 
-/// What a survey reads of one Workspace (`plan`, `resume`, `lifeguard_api::drain`).
+/// What a survey reads of one Workspace (`plan`, `resume`, `lifeguard_api::drain`). Kept
+/// small, as 10,000 of them are held: what most running workspaces lack (labels, lifeguard's
+/// annotations, a notice, a resume, a noted mark) is behind one pointer.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SurveyFacts {
+    phase: Option<WorkspacePhase>,
+    deleting: bool,
+    /// Shared with every other workspace on the node (`Names`).
+    node: Option<Arc<str>>,
+    rare: Option<Box<RareFacts>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+struct RareFacts {
     labels: BTreeMap<String, String>,
     drained_by: Option<Box<str>>,
     drained_until: Option<Box<str>>,
     postpone_drain: Option<Box<str>>,
     resume: Option<Box<str>>,
-    deleting: Option<Time>,
-    phase: Option<WorkspacePhase>,
-    node: Option<Box<str>>,
     notice_window: Option<Box<str>>,
     resumed: Option<Box<str>>,
     /// A drain mark this controller wrote that the watch has not shown yet.
@@ -102,37 +110,63 @@ fn boxed(value: Option<&String>) -> Option<Box<str>> {
     value.map(|v| v.as_str().into())
 }
 
+/// The instant a rebuilt Workspace is being deleted since: the survey reads only whether.
+const DELETING_SINCE: jiff::Timestamp = jiff::Timestamp::UNIX_EPOCH;
+
 impl SurveyFacts {
     pub fn of(ws: &Workspace) -> Self {
         let annotations = ws.annotations();
         let status = ws.status.as_ref();
-        Self {
+        let rare = RareFacts {
             labels: ws.labels().clone(),
             drained_by: boxed(annotations.get(DRAINED_BY_ANNOTATION)),
             drained_until: boxed(annotations.get(DRAINED_UNTIL_ANNOTATION)),
             postpone_drain: boxed(annotations.get(POSTPONE_DRAIN_ANNOTATION)),
             resume: boxed(annotations.get(RESUME_ANNOTATION)),
-            deleting: ws.metadata.deletion_timestamp.clone(),
-            phase: status.and_then(|s| s.phase),
-            node: status.and_then(|s| boxed(s.node_name.as_ref())),
             notice_window: status
                 .and_then(|s| s.maintenance_notice.as_ref())
                 .map(|n| n.window.as_str().into()),
             resumed: status.and_then(|s| boxed(s.resumed.as_ref())),
             marked_by: None,
+        };
+        Self {
+            phase: status.and_then(|s| s.phase),
+            deleting: ws.metadata.deletion_timestamp.is_some(),
+            node: status.and_then(|s| s.node_name.as_deref().map(Arc::from)),
+            rare: (rare != RareFacts::default()).then(|| Box::new(rare)),
+        }
+    }
+
+    fn drained_by(&self) -> Option<&str> {
+        self.rare.as_ref().and_then(|r| r.drained_by.as_deref())
+    }
+
+    fn marked_by(&self) -> Option<&str> {
+        self.rare.as_ref().and_then(|r| r.marked_by.as_deref())
+    }
+
+    fn set_marked_by(&mut self, window: Option<&str>) {
+        let rare = self.rare.get_or_insert_with(Box::default);
+        rare.marked_by = window.map(Into::into);
+        if **rare == RareFacts::default() {
+            self.rare = None;
         }
     }
 
     /// These facts as a Workspace named `namespace`/`name`: everything a survey reads, and
     /// nothing else (no pod template, no conditions; a notice names only its window).
     pub fn workspace(&self, namespace: &str, name: &str) -> Workspace {
+        let empty = RareFacts::default();
+        let rare = self.rare.as_deref().unwrap_or(&empty);
         let mut annotations = BTreeMap::new();
-        let drained_by = self.drained_by.as_ref().or(self.marked_by.as_ref());
         for (key, value) in [
-            (DRAINED_BY_ANNOTATION, drained_by),
-            (DRAINED_UNTIL_ANNOTATION, self.drained_until.as_ref()),
-            (POSTPONE_DRAIN_ANNOTATION, self.postpone_drain.as_ref()),
-            (RESUME_ANNOTATION, self.resume.as_ref()),
+            (
+                DRAINED_BY_ANNOTATION,
+                rare.drained_by.as_ref().or(rare.marked_by.as_ref()),
+            ),
+            (DRAINED_UNTIL_ANNOTATION, rare.drained_until.as_ref()),
+            (POSTPONE_DRAIN_ANNOTATION, rare.postpone_drain.as_ref()),
+            (RESUME_ANNOTATION, rare.resume.as_ref()),
         ] {
             if let Some(value) = value {
                 annotations.insert(key.to_string(), value.to_string());
@@ -141,7 +175,7 @@ impl SurveyFacts {
         let status = WorkspaceStatus {
             phase: self.phase,
             node_name: self.node.as_deref().map(str::to_string),
-            maintenance_notice: self
+            maintenance_notice: rare
                 .notice_window
                 .as_deref()
                 .map(|window| MaintenanceNotice {
@@ -150,16 +184,16 @@ impl SurveyFacts {
                     end: Time(jiff::Timestamp::UNIX_EPOCH),
                     message: None,
                 }),
-            resumed: self.resumed.as_deref().map(str::to_string),
+            resumed: rare.resumed.as_deref().map(str::to_string),
             ..WorkspaceStatus::default()
         };
         Workspace {
             metadata: ObjectMeta {
                 name: Some(name.to_string()),
                 namespace: Some(namespace.to_string()),
-                labels: (!self.labels.is_empty()).then(|| self.labels.clone()),
+                labels: (!rare.labels.is_empty()).then(|| rare.labels.clone()),
                 annotations: (!annotations.is_empty()).then_some(annotations),
-                deletion_timestamp: self.deleting.clone(),
+                deletion_timestamp: self.deleting.then_some(Time(DELETING_SINCE)),
                 ..ObjectMeta::default()
             },
             spec: WorkspaceSpec::default(),
@@ -170,19 +204,57 @@ impl SurveyFacts {
     /// These facts, newly watched, after `earlier`: a mark this controller wrote stays
     /// noted until the watch shows the annotation (an event may be older than the mark).
     fn after(mut self, earlier: Option<&SurveyFacts>) -> Self {
-        if let Some(marked) = earlier.and_then(|e| e.marked_by.as_ref())
-            && self.drained_by.is_none()
+        if let Some(marked) = earlier.and_then(SurveyFacts::marked_by)
+            && self.drained_by().is_none()
         {
-            self.marked_by = Some(marked.clone());
+            self.set_marked_by(Some(marked));
         }
         self
     }
 }
 
-type Key = (String, String);
+/// Namespace (shared, `Names`) and name.
+type Key = (Arc<str>, Box<str>);
 
-fn key_of(ws: &Workspace) -> Option<Key> {
-    Some((ws.metadata.namespace.clone()?, ws.metadata.name.clone()?))
+/// One copy of each namespace and node name, shared by the workspaces in it or on it: at
+/// 10,000 workspaces in a few namespaces on a few hundred nodes, most of the names' bytes.
+#[derive(Debug, Default)]
+struct Names(HashSet<Arc<str>>);
+
+impl Names {
+    fn get(&mut self, name: &str) -> Arc<str> {
+        if let Some(shared) = self.0.get(name) {
+            return shared.clone();
+        }
+        let shared: Arc<str> = name.into();
+        self.0.insert(shared.clone());
+        shared
+    }
+
+    /// Forgets the names only `facts` (about to be dropped) and this set still hold.
+    fn release(&mut self, key: &Key, facts: &SurveyFacts) {
+        for name in [Some(&key.0), facts.node.as_ref()].into_iter().flatten() {
+            if Arc::strong_count(name) <= 2 {
+                self.0.remove(name);
+            }
+        }
+    }
+
+    /// Forgets every name no workspace holds any more.
+    fn prune(&mut self) {
+        self.0.retain(|name| Arc::strong_count(name) > 1);
+    }
+
+    /// `ws`'s key and facts, with shared names.
+    fn entry(&mut self, ws: &Workspace) -> Option<(Key, SurveyFacts)> {
+        let key = (
+            self.get(ws.metadata.namespace.as_deref()?),
+            ws.metadata.name.as_deref()?.into(),
+        );
+        let mut facts = SurveyFacts::of(ws);
+        facts.node = facts.node.map(|node| self.get(&node));
+        Some((key, facts))
+    }
 }
 
 #[derive(Debug, Default)]
@@ -191,6 +263,7 @@ struct Index {
     workspaces: Option<HashMap<Key, SurveyFacts>>,
     /// A re-list under way: the old index serves until it is complete.
     relisting: Option<HashMap<Key, SurveyFacts>>,
+    names: Names,
 }
 
 /// The index, shared by the watch that feeds it and the window reconciler that reads it.
@@ -214,23 +287,39 @@ impl SurveyIndex {
 
     /// Folds one event of the Workspace watch in.
     pub fn apply(&self, event: &Event<Workspace>) {
-        let mut index = self.write();
+        let mut guard = self.write();
+        let index = &mut *guard;
         match event {
             Event::Apply(ws) => {
-                if let (Some(key), Some(workspaces)) = (key_of(ws), index.workspaces.as_mut()) {
-                    let facts = SurveyFacts::of(ws).after(workspaces.get(&key));
-                    workspaces.insert(key, facts);
+                if let Some(workspaces) = index.workspaces.as_mut()
+                    && let Some((key, facts)) = index.names.entry(ws)
+                {
+                    let facts = facts.after(workspaces.get(&key));
+                    if let Some(old) = workspaces.insert(key.clone(), facts) {
+                        index.names.release(&key, &old);
+                    }
                 }
             }
             Event::Delete(ws) => {
-                if let (Some(key), Some(workspaces)) = (key_of(ws), index.workspaces.as_mut()) {
-                    workspaces.remove(&key);
+                let key = ws
+                    .metadata
+                    .namespace
+                    .as_deref()
+                    .zip(ws.metadata.name.as_deref());
+                if let (Some((namespace, name)), Some(workspaces)) =
+                    (key, index.workspaces.as_mut())
+                    && let Some((key, old)) =
+                        workspaces.remove_entry(&(namespace.into(), name.into()) as &Key)
+                {
+                    index.names.release(&key, &old);
                 }
             }
             Event::Init => index.relisting = Some(HashMap::new()),
             Event::InitApply(ws) => {
-                if let (Some(key), Some(relisting)) = (key_of(ws), index.relisting.as_mut()) {
-                    relisting.insert(key, SurveyFacts::of(ws));
+                if let Some(relisting) = index.relisting.as_mut()
+                    && let Some((key, facts)) = index.names.entry(ws)
+                {
+                    relisting.insert(key, facts);
                 }
             }
             Event::InitDone => {
@@ -238,6 +327,7 @@ impl SurveyIndex {
                 // written, or lists them in the next page: noted marks are not carried.
                 if let Some(relisted) = index.relisting.take() {
                     index.workspaces = Some(relisted);
+                    index.names.prune();
                 }
             }
         }
@@ -247,11 +337,11 @@ impl SurveyIndex {
     /// shows it. A workspace the index does not hold is left alone: the watch brings it.
     pub fn note_marked(&self, namespace: &str, name: &str, window: &str) {
         let mut index = self.write();
-        let key = (namespace.to_string(), name.to_string());
+        let key: Key = (namespace.into(), name.into());
         if let Some(facts) = index.workspaces.as_mut().and_then(|w| w.get_mut(&key))
-            && facts.drained_by.is_none()
+            && facts.drained_by().is_none()
         {
-            facts.marked_by = Some(window.into());
+            facts.set_marked_by(Some(window));
         }
     }
 

@@ -46,58 +46,29 @@ fn running(name: &str) -> Workspace {
 /// Every shape a drain tells apart, in namespaces `dev` (labelled team=a) and `ops`.
 fn fleet() -> Vec<Workspace> {
     let now = "2026-12-01T22:10:00Z";
-    vec![
-        running("to-stop"),
-        ws(
-            "dev",
-            "in-flight",
-            json!({"team": "a"}),
-            json!({DRAINED_BY_ANNOTATION: "upgrade", DRAINED_UNTIL_ANNOTATION: "2026-12-01T23:00:00Z"}),
-            json!({"phase": "Stopping", "nodeName": "node-2"}),
-        ),
-        ws(
-            "dev",
-            "drained",
-            json!({}),
-            json!({DRAINED_BY_ANNOTATION: "upgrade"}),
-            json!({"phase": "Stopped"}),
-        ),
-        ws(
-            "dev",
-            "by-another",
-            json!({}),
-            json!({DRAINED_BY_ANNOTATION: "other"}),
-            json!({"phase": "Stopping"}),
-        ),
-        ws(
-            "dev",
-            "postponed",
-            json!({}),
-            json!({POSTPONE_DRAIN_ANNOTATION: "20m"}),
-            json!({"phase": "Running"}),
-        ),
-        ws(
-            "dev",
-            "failed",
-            json!({}),
-            json!({}),
-            json!({"phase": "Failed"}),
-        ),
-        ws("dev", "never-started", json!({}), json!({}), json!({})),
-        ws(
-            "ops",
-            "noticed",
-            json!({"tier": "gold"}),
-            json!({RESUME_ANNOTATION: "x"}),
-            json!({"phase": "Running", "resumed": "y",
-                   "maintenanceNotice": {"window": "upgrade", "start": now, "end": now, "message": "hi"}}),
-        ),
-        {
-            let mut deleting = running("deleting");
-            deleting.metadata.deletion_timestamp = Some(Time(now.parse().expect("instant")));
-            deleting
-        },
-    ]
+    let notice = json!({"window": "upgrade", "start": now, "end": now, "message": "hi"});
+    // (namespace, name, labels, annotations, status)
+    #[rustfmt::skip]
+    let shapes = [
+        ("dev", "in-flight", json!({"team": "a"}),
+         json!({DRAINED_BY_ANNOTATION: "upgrade", DRAINED_UNTIL_ANNOTATION: "2026-12-01T23:00:00Z"}),
+         json!({"phase": "Stopping", "nodeName": "node-2"})),
+        ("dev", "drained", json!({}), json!({DRAINED_BY_ANNOTATION: "upgrade"}), json!({"phase": "Stopped"})),
+        ("dev", "by-another", json!({}), json!({DRAINED_BY_ANNOTATION: "other"}), json!({"phase": "Stopping"})),
+        ("dev", "postponed", json!({}), json!({POSTPONE_DRAIN_ANNOTATION: "20m"}), json!({"phase": "Running"})),
+        ("dev", "failed", json!({}), json!({}), json!({"phase": "Failed"})),
+        ("dev", "never-started", json!({}), json!({}), json!({})),
+        ("ops", "noticed", json!({"tier": "gold"}), json!({RESUME_ANNOTATION: "x"}),
+         json!({"phase": "Running", "resumed": "y", "maintenanceNotice": notice})),
+    ];
+    let mut fleet = vec![running("to-stop")];
+    for (namespace, name, labels, annotations, status) in shapes {
+        fleet.push(ws(namespace, name, labels, annotations, status));
+    }
+    let mut deleting = running("deleting");
+    deleting.metadata.deletion_timestamp = Some(Time(now.parse().expect("instant")));
+    fleet.push(deleting);
+    fleet
 }
 
 /// Nodes `node-1` and `node-2`; `drained` is the label this window left on node-2.
@@ -386,4 +357,43 @@ fn what_the_watch_serves_and_what_a_list_confirms() {
             "{what}"
         );
     }
+}
+
+#[test]
+fn names_are_shared_and_forgotten_with_the_last_workspace_that_holds_them() {
+    let index = SurveyIndex::default();
+    let names = |index: &SurveyIndex| {
+        let mut names: Vec<String> = index.read().names.0.iter().map(|n| n.to_string()).collect();
+        names.sort();
+        names
+    };
+    let on = |name: &str, node: &str| {
+        ws(
+            "dev",
+            name,
+            json!({}),
+            json!({}),
+            json!({"phase": "Running", "nodeName": node}),
+        )
+    };
+    index.apply(&Event::Init);
+    index.apply(&Event::InitApply(on("a", "node-1")));
+    index.apply(&Event::InitApply(on("b", "node-1")));
+    index.apply(&Event::InitDone);
+    assert_eq!(names(&index), ["dev", "node-1"], "one copy each");
+    index.apply(&Event::Apply(on("a", "node-2")));
+    assert_eq!(names(&index), ["dev", "node-1", "node-2"]);
+    index.apply(&Event::Apply(on("b", "node-2")));
+    assert_eq!(names(&index), ["dev", "node-2"], "node-1 holds nothing now");
+    index.apply(&Event::Delete(on("a", "node-2")));
+    index.apply(&Event::Delete(on("b", "node-2")));
+    assert!(names(&index).is_empty(), "{:?}", names(&index));
+    index.apply(&Event::Init);
+    index.apply(&Event::InitApply(on("c", "node-3")));
+    index.apply(&Event::InitDone);
+    assert_eq!(
+        names(&index),
+        ["dev", "node-3"],
+        "a re-list keeps what it holds"
+    );
 }

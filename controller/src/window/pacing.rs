@@ -39,7 +39,10 @@ pub const GAP_PER_SURVEY_TIME: u32 = 4;
 
 /// The shortest pause after a survey. A survey from the watch (`survey_index`) takes a
 /// millisecond, but the pass around it still lists the namespaces and writes the window's
-/// status: without a floor every stop that ends would bring a pass.
+/// status: without a floor every stop that ends would bring a pass. Not when the survey
+/// left workspaces waiting (`LastSurvey::waiting`): then a stop's end may free the slot
+/// the next one waits for, and only the survey's own duration paces it, as before the
+/// watch served surveys.
 pub const MIN_GAP: Duration = Duration::from_secs(1);
 
 /// A window's last survey.
@@ -57,6 +60,19 @@ pub struct LastSurvey {
     /// How many stops in flight it left the drain waiting for, when that was all the
     /// drain had left to do (`stops_awaited`).
     pub awaiting: Option<u32>,
+    /// Whether it left covered workspaces neither in flight, asked now nor postponed: held
+    /// back by the budget, a hold or another window (`stops_waiting`).
+    pub waiting: bool,
+}
+
+/// Whether a drain leaves covered workspaces waiting after this pass: not in flight, not
+/// asked to stop now, not postponed. Under a budget those are what a freed slot starts.
+pub fn stops_waiting(drain: &Drain) -> bool {
+    let accounted = drain
+        .in_flight
+        .saturating_add(u32::try_from(drain.to_stop.len()).unwrap_or(u32::MAX))
+        .saturating_add(drain.postponed);
+    drain.remaining > accounted
 }
 
 /// How many stops a drain waits for when they are all it has left: every remaining
@@ -89,7 +105,12 @@ pub fn wait_before_survey(
     if last.took.is_zero() {
         return None;
     }
-    let gap = last.took.saturating_mul(GAP_PER_SURVEY_TIME).max(MIN_GAP);
+    let floor = if last.waiting && ended_since > 0 {
+        Duration::ZERO
+    } else {
+        MIN_GAP
+    };
+    let gap = last.took.saturating_mul(GAP_PER_SURVEY_TIME).max(floor);
     let since = now.saturating_duration_since(last.ended);
     gap.checked_sub(since).filter(|wait| !wait.is_zero())
 }

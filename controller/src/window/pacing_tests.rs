@@ -15,6 +15,7 @@ fn survey_at(start: Instant) -> LastSurvey {
         generation: Some(3),
         stops_ended_before: 10,
         awaiting: None,
+        waiting: false,
     }
 }
 
@@ -132,6 +133,79 @@ fn the_end_of_the_last_stop_in_flight_is_surveyed_at_once() {
 }
 
 #[test]
+fn a_stop_that_ends_under_a_budget_is_paced_by_the_survey_alone() {
+    let start = Instant::now();
+    // A survey from the watch of 3 ms, woken 100 ms after it.
+    let watched = |waiting| LastSurvey {
+        took: ms(3),
+        waiting,
+        ..survey_at(start)
+    };
+    // (what, the record, stops ended so far, want: wait)
+    let cases = [
+        ("workspaces wait, a stop ended", watched(true), 11, None),
+        (
+            "workspaces wait, no stop ended yet: the floor",
+            watched(true),
+            10,
+            Some(ms(900)),
+        ),
+        (
+            "nothing waits: a stop's end frees no slot, the floor",
+            watched(false),
+            11,
+            Some(ms(900)),
+        ),
+        (
+            "a list of 500 ms keeps its own pause",
+            LastSurvey {
+                waiting: true,
+                ..survey_at(start)
+            },
+            11,
+            Some(ms(1900)),
+        ),
+    ];
+    for (what, record, stops_ended, want) in cases {
+        assert_eq!(
+            wait_before_survey(Some(&record), Some(3), stops_ended, start + ms(100)),
+            want,
+            "{what}"
+        );
+    }
+}
+
+#[test]
+fn a_drain_leaves_stops_waiting_when_some_are_neither_in_flight_asked_nor_postponed() {
+    let drain = |remaining, in_flight, to_stop: usize, postponed| Drain {
+        remaining,
+        in_flight,
+        to_stop: vec![("team".to_string(), "w".to_string()); to_stop],
+        postponed,
+        ..Drain::default()
+    };
+    // (what, drain after budget and hold, want)
+    let cases = [
+        (
+            "a budget of 2: 2 in flight, 3 wait",
+            drain(5, 2, 0, 0),
+            true,
+        ),
+        (
+            "a slot refilled: 1 in flight, 1 asked, 3 wait",
+            drain(5, 1, 1, 0),
+            true,
+        ),
+        ("no budget: all asked", drain(5, 2, 3, 0), false),
+        ("the rest postponed", drain(5, 2, 0, 3), false),
+        ("drained", drain(0, 0, 0, 0), false),
+    ];
+    for (what, drain, want) in cases {
+        assert_eq!(stops_waiting(&drain), want, "{what}");
+    }
+}
+
+#[test]
 fn a_drain_awaits_its_stops_only_when_nothing_else_is_left() {
     let key = |n: &str| ("team".to_string(), n.to_string());
     let drain = |remaining, in_flight, to_stop: &[&str]| Drain {
@@ -177,6 +251,7 @@ fn the_pacer_counts_a_windows_stops_from_its_first_survey_until_it_is_deleted() 
         generation: Some(1),
         stops_ended_before: before,
         awaiting: Some(2),
+        waiting: false,
     };
     pacer.record("upgrade", survey);
     assert_eq!(

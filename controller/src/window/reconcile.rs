@@ -153,6 +153,7 @@ pub async fn reconcile_window(
         generation: mw.metadata.generation,
         stops_ended_before,
         awaiting: None,
+        waiting: false,
     };
     ctx.surveys.record(&name, last);
     if survey.wanted() {
@@ -167,7 +168,8 @@ pub async fn reconcile_window(
     // Known only now that a hold has had its say: whether the drain's last stops are all
     // in flight, so that the end of the last one is surveyed at once (`pacing`).
     last.awaiting = survey.drain.as_ref().and_then(pacing::stops_awaited);
-    if last.awaiting.is_some() {
+    last.waiting = survey.drain.as_ref().is_some_and(pacing::stops_waiting);
+    if last.awaiting.is_some() || last.waiting {
         ctx.surveys.record(&name, last);
     }
     let max_hold = valid.window.gates.as_ref().and_then(|g| g.max_hold);
@@ -452,6 +454,7 @@ mod tests {
             generation: Some(1),
             stops_ended_before: 0,
             awaiting: None,
+            waiting: false,
         };
         surveys.record("upgrade", surveyed);
         for (window, remaining) in [("upgrade", 3), ("other", 1)] {

@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use axum::Router;
 use futures::{FutureExt, StreamExt, TryStreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::core::{PartialObjectMeta, PartialObjectMetaExt};
+use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Config as ControllerConfig;
 use kube::runtime::events::Reporter;
 use kube::runtime::reflector::{self, ObjectRef};
@@ -93,13 +93,17 @@ fn identity_event(
 ) -> watcher::Event<PartialObjectMeta<Workspace>> {
     let identity = |ws: Workspace| {
         let meta = ws.metadata;
-        ObjectMeta {
-            generation: Some(trigger::fingerprint(&meta)),
-            name: meta.name,
-            namespace: meta.namespace,
-            ..ObjectMeta::default()
+        // No `types` either (`into_response_partial` would add two strings to each).
+        PartialObjectMeta {
+            types: None,
+            metadata: ObjectMeta {
+                generation: Some(trigger::fingerprint(&meta)),
+                name: meta.name,
+                namespace: meta.namespace,
+                ..ObjectMeta::default()
+            },
+            _phantom: std::marker::PhantomData,
         }
-        .into_response_partial()
     };
     match event {
         watcher::Event::Apply(ws) => watcher::Event::Apply(identity(ws)),
@@ -364,3 +368,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     tracing::info!("stopped");
     outcome
 }
+
+#[cfg(test)]
+#[path = "run_tests.rs"]
+mod tests;

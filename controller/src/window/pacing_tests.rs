@@ -19,6 +19,18 @@ fn survey_at(start: Instant) -> LastSurvey {
     }
 }
 
+/// Each case (what, the record, stops ended so far, want: wait) for generation 3, woken
+/// 100 ms after `start`.
+fn assert_waits_100_ms_after(start: Instant, cases: &[(&str, LastSurvey, u64, Option<Duration>)]) {
+    for (what, record, stops_ended, want) in cases {
+        assert_eq!(
+            wait_before_survey(Some(record), Some(3), *stops_ended, start + ms(100)),
+            *want,
+            "{what}"
+        );
+    }
+}
+
 #[test]
 fn a_window_surveys_again_after_four_times_its_last_survey() {
     let start = Instant::now();
@@ -118,13 +130,7 @@ fn the_end_of_the_last_stop_in_flight_is_surveyed_at_once() {
             Some(ms(1900)),
         ),
     ];
-    for (what, record, stops_ended, want) in cases {
-        assert_eq!(
-            wait_before_survey(Some(&record), Some(3), stops_ended, start + ms(100)),
-            want,
-            "{what}"
-        );
-    }
+    assert_waits_100_ms_after(start, &cases);
     assert_eq!(
         wait_before_survey(Some(&awaiting(3)), Some(4), 10, start),
         None,
@@ -166,13 +172,7 @@ fn a_stop_that_ends_under_a_budget_is_paced_by_the_survey_alone() {
             Some(ms(1900)),
         ),
     ];
-    for (what, record, stops_ended, want) in cases {
-        assert_eq!(
-            wait_before_survey(Some(&record), Some(3), stops_ended, start + ms(100)),
-            want,
-            "{what}"
-        );
-    }
+    assert_waits_100_ms_after(start, &cases);
 }
 
 #[test]

@@ -5,7 +5,8 @@
 //! costs the API server a page of 200 custom resources read from etcd, decoded, checked
 //! against the schema and encoded, 50 pages at 10,000 workspaces; the pacing
 //! (`pacing.rs`) holds it to a fifth of the window reconciler's time, and it was still
-//! 12 to 27 % of the API server's CPU in a drain of 5,000 (docs/benchmarks.md).
+//! 12 to 27 % of the API server's CPU in the first 30 s of a drain of 5,000
+//! (docs/benchmarks.md).
 //!
 //! The controller already watches every Workspace (`run.rs`) to trigger its reconciler.
 //! That watch receives whole objects; this index keeps, of each, only the few fields a

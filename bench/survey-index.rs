@@ -97,7 +97,7 @@ fn main() -> anyhow::Result<()> {
     let before = LIVE.load(Ordering::Relaxed);
     index.apply(&Event::Init);
     for i in 0..n {
-        index.apply(&Event::InitApply(running(i)?));
+        index.apply(&Event::InitApply(running(i)?.into()));
     }
     index.apply(&Event::InitDone);
     let held = LIVE.load(Ordering::Relaxed) - before;

@@ -25,6 +25,7 @@ pub mod rejection;
 pub mod status;
 pub mod stopping;
 pub mod sweep;
+pub mod watched_workspace;
 pub mod window;
 pub mod window_watch;
 pub mod workspace;

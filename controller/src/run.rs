@@ -24,6 +24,7 @@ use lifeguard_runtime::ops::{Readiness, always_live};
 use crate::flags::Config;
 use crate::metrics::Metrics;
 use crate::phase_tally::{PhaseTally, WorkspaceKey};
+use crate::watched_workspace::WatchedWorkspace;
 use crate::workspace::reconcile::{error_policy, reconcile};
 use crate::workspace::trigger;
 use crate::{
@@ -84,8 +85,8 @@ async fn publish_phases(
     }
 }
 
-/// Workspaces a page of the watch's (re)list: each page is decoded whole, pod template and
-/// managed fields included, before its events are handed on. At kube's default of 500 a
+/// Workspaces a page of the watch's (re)list: each page is decoded whole, managed fields
+/// included, before its events are handed on. At kube's default of 500 a
 /// controller taking over among 10,000 workspaces peaked 7.5 MiB higher than one that saw
 /// them created (docs/benchmarks.md); the extra requests are a few dozen once a list.
 const WORKSPACE_LIST_PAGE: u32 = 100;
@@ -95,9 +96,9 @@ const WORKSPACE_LIST_PAGE: u32 = 100;
 /// they would be copied into every cache key too. `generation` carries the fingerprint of
 /// what the reconciler acts on (`trigger`).
 fn identity_event(
-    event: watcher::Event<Workspace>,
+    event: watcher::Event<WatchedWorkspace>,
 ) -> watcher::Event<PartialObjectMeta<Workspace>> {
-    let identity = |ws: Workspace| {
+    let identity = |ws: WatchedWorkspace| {
         let meta = ws.metadata;
         // No `types` either (`into_response_partial` would add two strings to each).
         PartialObjectMeta {
@@ -265,10 +266,11 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     // Only the identity of each Workspace is cached for the reconciler, which reads it
     // fresh: managedFields alone would be most of a cached object's memory. The watch
     // receives whole objects either way (a watch of `PartialObjectMeta` is decoded from
-    // them), so the windows' survey index takes the few fields it reads on the way.
+    // them), so the windows' survey index takes the few fields it reads on the way. Their
+    // spec is not decoded at all (`watched_workspace`).
     let (store, writer) = reflector::store();
     let workspace_events = watcher(
-        Api::<Workspace>::all(client.clone()),
+        Api::<WatchedWorkspace>::all(client.clone()),
         watcher::Config::default().page_size(WORKSPACE_LIST_PAGE),
     )
     .default_backoff()

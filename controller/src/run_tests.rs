@@ -16,9 +16,9 @@ fn the_reconcilers_cache_keeps_a_workspaces_identity_and_fingerprint_only() {
     .expect("workspace literal");
     let fingerprint = trigger::fingerprint(&ws.metadata);
     for (what, event) in [
-        ("apply", Event::Apply(ws.clone())),
-        ("listed", Event::InitApply(ws.clone())),
-        ("deleted", Event::Delete(ws.clone())),
+        ("apply", Event::Apply(ws.clone().into())),
+        ("listed", Event::InitApply(ws.clone().into())),
+        ("deleted", Event::Delete(ws.clone().into())),
     ] {
         let (Event::Apply(kept) | Event::InitApply(kept) | Event::Delete(kept)) =
             identity_event(event)

@@ -38,6 +38,7 @@ use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceSpec, WorkspaceStatus};
 
 use super::nodes::{NodeChange, NodeMeta, node_changes};
 use super::plan::Survey;
+use crate::watched_workspace::WatchedWorkspace;
 
 /// Where a pass took its survey from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,7 +116,7 @@ fn boxed(value: Option<&String>) -> Option<Box<str>> {
 const DELETING_SINCE: jiff::Timestamp = jiff::Timestamp::UNIX_EPOCH;
 
 impl SurveyFacts {
-    pub fn of(ws: &Workspace) -> Self {
+    pub fn of(ws: &WatchedWorkspace) -> Self {
         let annotations = ws.annotations();
         let status = ws.status.as_ref();
         let rare = RareFacts {
@@ -247,7 +248,7 @@ impl Names {
     }
 
     /// `ws`'s key and facts, with shared names.
-    fn entry(&mut self, ws: &Workspace) -> Option<(Key, SurveyFacts)> {
+    fn entry(&mut self, ws: &WatchedWorkspace) -> Option<(Key, SurveyFacts)> {
         let key = (
             self.get(ws.metadata.namespace.as_deref()?),
             ws.metadata.name.as_deref()?.into(),
@@ -287,7 +288,7 @@ impl SurveyIndex {
     }
 
     /// Folds one event of the Workspace watch in.
-    pub fn apply(&self, event: &Event<Workspace>) {
+    pub fn apply(&self, event: &Event<WatchedWorkspace>) {
         let mut guard = self.write();
         let index = &mut *guard;
         match event {

@@ -127,7 +127,7 @@ fn survey_of(
 fn listed(index: &SurveyIndex) -> SurveyIndex {
     index.apply(&Event::Init);
     for ws in fleet() {
-        index.apply(&Event::InitApply(ws));
+        index.apply(&Event::InitApply(ws.into()));
     }
     index.apply(&Event::InitDone);
     index.clone()
@@ -179,9 +179,14 @@ fn the_watch_surveys_what_a_list_of_the_same_workspaces_does() {
 #[test]
 fn the_facts_keep_everything_a_survey_reads() {
     for ws in fleet() {
-        let facts = SurveyFacts::of(&ws);
+        let facts = SurveyFacts::of(&ws.clone().into());
         let rebuilt = facts.workspace("dev", "x");
-        assert_eq!(SurveyFacts::of(&rebuilt), facts, "{:?}", ws.metadata.name);
+        assert_eq!(
+            SurveyFacts::of(&rebuilt.clone().into()),
+            facts,
+            "{:?}",
+            ws.metadata.name
+        );
         assert_eq!(
             rebuilt.labels(),
             ws.labels(),
@@ -205,7 +210,7 @@ fn drain_of(index: &SurveyIndex) -> Drain {
 fn a_mark_counts_in_flight_until_the_watch_shows_it() {
     let index = SurveyIndex::default();
     index.apply(&Event::Init);
-    index.apply(&Event::InitApply(running("a")));
+    index.apply(&Event::InitApply(running("a").into()));
     index.apply(&Event::InitDone);
     let before = drain_of(&index);
     assert_eq!((before.to_stop.len(), before.in_flight), (1, 0), "unmarked");
@@ -215,7 +220,7 @@ fn a_mark_counts_in_flight_until_the_watch_shows_it() {
     assert_eq!((d.to_stop.len(), d.in_flight), (0, 1), "noted at once");
 
     // An event from before the mark, still on its way when the mark was written.
-    index.apply(&Event::Apply(running("a")));
+    index.apply(&Event::Apply(running("a").into()));
     let d = drain_of(&index);
     assert_eq!(
         (d.to_stop.len(), d.in_flight),
@@ -230,17 +235,17 @@ fn a_mark_counts_in_flight_until_the_watch_shows_it() {
         json!({DRAINED_BY_ANNOTATION: "upgrade"}),
         json!({"phase": "Stopping"}),
     );
-    index.apply(&Event::Apply(marked));
+    index.apply(&Event::Apply(marked.into()));
     assert_eq!(drain_of(&index).in_flight, 1, "the watch shows it");
 
     // The mark taken off later (a resume): the note went when the watch showed the mark.
-    index.apply(&Event::Apply(running("a")));
+    index.apply(&Event::Apply(running("a").into()));
     let d = drain_of(&index);
     assert_eq!((d.to_stop.len(), d.in_flight), (1, 0), "the note is gone");
 
     index.note_marked("dev", "unknown", "upgrade");
     assert_eq!(drain_of(&index).remaining, 1, "a mark adds no workspace");
-    index.apply(&Event::Delete(running("a")));
+    index.apply(&Event::Delete(running("a").into()));
     assert_eq!(drain_of(&index).remaining, 0, "deleted");
 }
 
@@ -249,9 +254,9 @@ fn nothing_is_served_before_the_first_full_list_and_a_relist_replaces_the_index(
     let index = SurveyIndex::default();
     assert!(!index.fold_pages(200, |_| {}), "no list yet");
     index.note_marked("dev", "a", "upgrade");
-    index.apply(&Event::Apply(running("early")));
+    index.apply(&Event::Apply(running("early").into()));
     index.apply(&Event::Init);
-    index.apply(&Event::InitApply(running("a")));
+    index.apply(&Event::InitApply(running("a").into()));
     assert!(
         !index.fold_pages(200, |_| {}),
         "the first list is not complete"
@@ -261,8 +266,8 @@ fn nothing_is_served_before_the_first_full_list_and_a_relist_replaces_the_index(
 
     // A re-list: the old index serves until the new one is complete.
     index.apply(&Event::Init);
-    index.apply(&Event::InitApply(running("b")));
-    index.apply(&Event::InitApply(running("c")));
+    index.apply(&Event::InitApply(running("b").into()));
+    index.apply(&Event::InitApply(running("c").into()));
     assert_eq!(drain_of(&index).to_stop, vec![("dev".into(), "a".into())]);
     index.apply(&Event::InitDone);
     let names: Vec<String> = drain_of(&index).to_stop.into_iter().map(|k| k.1).collect();
@@ -377,19 +382,19 @@ fn names_are_shared_and_forgotten_with_the_last_workspace_that_holds_them() {
         )
     };
     index.apply(&Event::Init);
-    index.apply(&Event::InitApply(on("a", "node-1")));
-    index.apply(&Event::InitApply(on("b", "node-1")));
+    index.apply(&Event::InitApply(on("a", "node-1").into()));
+    index.apply(&Event::InitApply(on("b", "node-1").into()));
     index.apply(&Event::InitDone);
     assert_eq!(names(&index), ["dev", "node-1"], "one copy each");
-    index.apply(&Event::Apply(on("a", "node-2")));
+    index.apply(&Event::Apply(on("a", "node-2").into()));
     assert_eq!(names(&index), ["dev", "node-1", "node-2"]);
-    index.apply(&Event::Apply(on("b", "node-2")));
+    index.apply(&Event::Apply(on("b", "node-2").into()));
     assert_eq!(names(&index), ["dev", "node-2"], "node-1 holds nothing now");
-    index.apply(&Event::Delete(on("a", "node-2")));
-    index.apply(&Event::Delete(on("b", "node-2")));
+    index.apply(&Event::Delete(on("a", "node-2").into()));
+    index.apply(&Event::Delete(on("b", "node-2").into()));
     assert!(names(&index).is_empty(), "{:?}", names(&index));
     index.apply(&Event::Init);
-    index.apply(&Event::InitApply(on("c", "node-3")));
+    index.apply(&Event::InitApply(on("c", "node-3").into()));
     index.apply(&Event::InitDone);
     assert_eq!(
         names(&index),

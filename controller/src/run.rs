@@ -91,7 +91,7 @@ async fn publish_phases(
 /// them created (docs/benchmarks.md); the extra requests are a few dozen once a list.
 const WORKSPACE_LIST_PAGE: u32 = 100;
 
-/// A watch event of a whole Workspace as one of its identity: the reconciler reads each
+/// A watch event of a Workspace as one of its identity: the reconciler reads each
 /// Workspace fresh, so the cache only has to name it. Even uid and resourceVersion go:
 /// they would be copied into every cache key too. `generation` carries the fingerprint of
 /// what the reconciler acts on (`trigger`).

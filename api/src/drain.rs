@@ -11,8 +11,13 @@ use crate::{Workspace, WorkspacePhase};
 
 /// A workspace is done draining once it is Stopped or Failed: nothing of it runs any more.
 pub fn is_done(ws: &Workspace) -> bool {
+    is_done_phase(ws.phase())
+}
+
+/// `is_done` for a workspace in `phase`.
+pub fn is_done_phase(phase: Option<WorkspacePhase>) -> bool {
     matches!(
-        ws.phase(),
+        phase,
         Some(WorkspacePhase::Stopped | WorkspacePhase::Failed)
     )
 }

@@ -5,24 +5,19 @@
 //! workspace reconciler, which writes that very status, wakes the window instead.
 
 use kube::ResourceExt;
+use lifeguard_api::drain::is_done_phase;
 use lifeguard_api::names::DRAINED_BY_ANNOTATION;
-use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceStatus};
+use lifeguard_api::{Workspace, WorkspaceStatus};
 
 /// The window to wake: the one that drained `ws`, when `next` ends its stop.
 pub fn window_to_wake<'a>(ws: &'a Workspace, next: &WorkspaceStatus) -> Option<&'a str> {
     let window = ws.annotations().get(DRAINED_BY_ANNOTATION)?;
-    let ended = |phase: Option<WorkspacePhase>| {
-        matches!(
-            phase,
-            Some(WorkspacePhase::Stopped | WorkspacePhase::Failed)
-        )
-    };
-    let before = ws.phase();
-    (ended(next.phase) && !ended(before)).then_some(window.as_str())
+    (is_done_phase(next.phase) && !is_done_phase(ws.phase())).then_some(window.as_str())
 }
 
 #[cfg(test)]
 mod tests {
+    use lifeguard_api::WorkspacePhase;
     use serde_json::json;
 
     use super::*;

@@ -19,6 +19,9 @@
 //! - A drain mark this controller just wrote is noted here at once (`note_marked`) and kept
 //!   until the watch shows it: otherwise the next survey would mark the workspace again and
 //!   count one stop less in flight than the budget allows.
+//! - Likewise the end of a stop (`note_stop_ended`): the workspace reconciler wakes the
+//!   window as soon as it has written `Stopped`, and a survey that still saw the stop in
+//!   flight would hold a budget's freed slot until the window's next pass.
 //! - `Drained` and a node's drained label are promises an upgrade tool acts on: a survey
 //!   that would make one is taken again from a list (`needs_list`).
 //! - A resume, which asks workspaces to start from what its survey saw, lists.
@@ -30,6 +33,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::ResourceExt;
 use kube::runtime::watcher::Event;
+use lifeguard_api::drain::is_done_phase;
 use lifeguard_api::names::{
     DRAINED_BY_ANNOTATION, DRAINED_UNTIL_ANNOTATION, POSTPONE_DRAIN_ANNOTATION, RESUME_ANNOTATION,
 };
@@ -90,6 +94,9 @@ pub fn needs_list(survey: &Survey, window: &str, nodes: &[NodeMeta]) -> bool {
 pub struct SurveyFacts {
     phase: Option<WorkspacePhase>,
     deleting: bool,
+    /// `phase` is a stop's end this controller wrote that the watch has not shown yet
+    /// (`SurveyIndex::note_stop_ended`).
+    stop_noted: bool,
     /// Shared with every other workspace on the node (`Names`).
     node: Option<Arc<str>>,
     rare: Option<Box<RareFacts>>,
@@ -134,6 +141,7 @@ impl SurveyFacts {
         Self {
             phase: status.and_then(|s| s.phase),
             deleting: ws.metadata.deletion_timestamp.is_some(),
+            stop_noted: false,
             node: status.and_then(|s| s.node_name.as_deref().map(Arc::from)),
             rare: (rare != RareFacts::default()).then(|| Box::new(rare)),
         }
@@ -203,13 +211,19 @@ impl SurveyFacts {
         }
     }
 
-    /// These facts, newly watched, after `earlier`: a mark this controller wrote stays
-    /// noted until the watch shows the annotation (an event may be older than the mark).
+    /// These facts, newly watched, after `earlier`: a mark or a stop's end this controller
+    /// wrote stays noted until the watch shows it (an event may be older than the write).
     fn after(mut self, earlier: Option<&SurveyFacts>) -> Self {
         if let Some(marked) = earlier.and_then(SurveyFacts::marked_by)
             && self.drained_by().is_none()
         {
             self.set_marked_by(Some(marked));
+        }
+        if let Some(earlier) = earlier.filter(|e| e.stop_noted)
+            && !is_done_phase(self.phase)
+        {
+            self.phase = earlier.phase;
+            self.stop_noted = true;
         }
         self
     }
@@ -344,6 +358,24 @@ impl SurveyIndex {
             && facts.drained_by().is_none()
         {
             facts.set_marked_by(Some(window));
+        }
+    }
+
+    /// Notes that the workspace reconciler wrote `phase`, the end of a stop, for
+    /// `namespace`/`name`, before the watch shows it: the window it wakes then surveys the
+    /// stop as ended, and a budget's freed slot is used at once rather than at the
+    /// window's next pass. A workspace the index does not hold is left alone.
+    pub fn note_stop_ended(&self, namespace: &str, name: &str, phase: WorkspacePhase) {
+        if !is_done_phase(Some(phase)) {
+            return;
+        }
+        let mut index = self.write();
+        let key: Key = (namespace.into(), name.into());
+        if let Some(facts) = index.workspaces.as_mut().and_then(|w| w.get_mut(&key))
+            && !is_done_phase(facts.phase)
+        {
+            facts.phase = Some(phase);
+            facts.stop_noted = true;
         }
     }
 

@@ -17,6 +17,7 @@ use super::super::plan::plan_budget_tests::window;
 use super::super::plan::{Drain, Survey};
 use super::super::resume::ResumePlan;
 use super::*;
+use crate::watched_workspace::WatchedWorkspace;
 use lifeguard_api::window::CompiledWindow;
 
 /// A workspace `namespace`/`name` with these labels, annotations and status.
@@ -247,6 +248,53 @@ fn a_mark_counts_in_flight_until_the_watch_shows_it() {
     assert_eq!(drain_of(&index).remaining, 1, "a mark adds no workspace");
     index.apply(&Event::Delete(running("a").into()));
     assert_eq!(drain_of(&index).remaining, 0, "deleted");
+}
+
+/// Workspace `dev`/`name`, drained by `upgrade`, in `phase`.
+fn drained(name: &str, phase: &str) -> WatchedWorkspace {
+    ws(
+        "dev",
+        name,
+        json!({}),
+        json!({DRAINED_BY_ANNOTATION: "upgrade"}),
+        json!({"phase": phase}),
+    )
+    .into()
+}
+
+#[test]
+fn a_stops_end_counts_at_once_and_until_the_watch_shows_it() {
+    use lifeguard_api::WorkspacePhase::{Failed, Running, Stopped};
+    let index = SurveyIndex::default();
+    index.apply(&Event::Init);
+    index.apply(&Event::InitApply(drained("a", "Stopping")));
+    index.apply(&Event::InitApply(drained("b", "Stopping")));
+    index.apply(&Event::InitDone);
+    let d = drain_of(&index);
+    assert_eq!((d.in_flight, d.drained), (2, 0), "both stopping");
+
+    index.note_stop_ended("dev", "a", Stopped);
+    let d = drain_of(&index);
+    assert_eq!((d.in_flight, d.drained), (1, 1), "noted at once");
+
+    // An event from before the write, still on its way when the stop was recorded.
+    index.apply(&Event::Apply(drained("a", "Stopping")));
+    let d = drain_of(&index);
+    assert_eq!((d.in_flight, d.drained), (1, 1), "an older event keeps it");
+
+    index.apply(&Event::Apply(drained("a", "Stopped")));
+    assert_eq!(drain_of(&index).drained, 1, "the watch shows it");
+    // Started again later (a resume): the note went when the watch showed the stop.
+    index.apply(&Event::Apply(drained("a", "Pending")));
+    let d = drain_of(&index);
+    assert_eq!((d.in_flight, d.drained), (2, 0), "the note is gone");
+
+    index.note_stop_ended("dev", "b", Running);
+    assert_eq!(drain_of(&index).in_flight, 2, "only an end is noted");
+    index.note_stop_ended("dev", "b", Failed);
+    assert_eq!(drain_of(&index).drained, 1, "failed ends a stop too");
+    index.note_stop_ended("dev", "unknown", Stopped);
+    assert_eq!(drain_of(&index).remaining, 1, "a note adds no workspace");
 }
 
 #[test]

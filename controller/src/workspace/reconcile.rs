@@ -117,6 +117,11 @@ async fn write_status(
     let stored =
         lifeguard_runtime::status::apply(api, &ws.name_any(), FIELD_MANAGER, &status).await?;
     if let Some(window) = crate::window::stop_ended::window_to_wake(ws, &status) {
+        // The window surveys from the watch, which may not show this write yet.
+        if let (Some(namespace), Some(phase)) = (ws.namespace(), status.phase) {
+            ctx.survey_index
+                .note_stop_ended(&namespace, &ws.name_any(), phase);
+        }
         ctx.surveys.stop_ended(window);
         // Full or closed: the window's own poll still comes.
         let _ = ctx.stop_ended.try_send(ObjectRef::new(window));

@@ -38,7 +38,7 @@ impl NamespaceCache {
     }
 
     /// Every namespace with its labels, once the first list is in.
-    pub fn all(&self) -> Option<Vec<(String, BTreeMap<String, String>)>> {
+    pub fn all(&self) -> Option<BTreeMap<String, BTreeMap<String, String>>> {
         if !self.is_ready() {
             return None;
         }

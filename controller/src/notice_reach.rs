@@ -25,7 +25,7 @@ pub enum Reach {
 pub fn of_change(
     before: Option<&CompiledWindow>,
     after: Option<&CompiledWindow>,
-    namespaces: Option<&[(String, BTreeMap<String, String>)]>,
+    namespaces: Option<&BTreeMap<String, BTreeMap<String, String>>>,
 ) -> Reach {
     let versions: Vec<&CompiledWindow> = before.into_iter().chain(after).collect();
     if versions.is_empty() {
@@ -68,7 +68,7 @@ mod tests {
         CompiledWindow::compile(&w).unwrap()
     }
 
-    fn namespaces() -> Vec<(String, BTreeMap<String, String>)> {
+    fn namespaces() -> BTreeMap<String, BTreeMap<String, String>> {
         [
             ("team-a-dev", "a"),
             ("team-a-ci", "a"),

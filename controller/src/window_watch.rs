@@ -35,7 +35,7 @@ pub struct WindowCache {
 /// its spec can give notice, the window compiled (for the namespaces it covers).
 type Seen = (Option<i64>, Option<CompiledWindow>);
 
-type Namespaces = Option<Vec<(String, BTreeMap<String, String>)>>;
+type Namespaces = Option<BTreeMap<String, BTreeMap<String, String>>>;
 
 /// Who may see a notice move after an event about window `name` at `generation`, compiled
 /// as `after` when it can give notice: a new spec of a window that can give notice before
@@ -56,7 +56,7 @@ fn reach_of_apply(
     if before.is_none() && after.is_none() {
         return Reach::Nobody;
     }
-    notice_reach::of_change(before.as_ref(), after.as_ref(), namespaces().as_deref())
+    notice_reach::of_change(before.as_ref(), after.as_ref(), namespaces().as_ref())
 }
 
 /// Who may see a notice withdrawn by the deletion of window `name`.
@@ -69,9 +69,7 @@ fn reach_of_deletion(
         // Unknown (deleted while the watch relisted): everyone looks again, to be safe.
         None => Reach::Everyone,
         Some((_, None)) => Reach::Nobody,
-        Some((_, before)) => {
-            notice_reach::of_change(before.as_ref(), None, namespaces().as_deref())
-        }
+        Some((_, before)) => notice_reach::of_change(before.as_ref(), None, namespaces().as_ref()),
     }
 }
 
@@ -179,10 +177,10 @@ mod tests {
 
     fn known() -> Namespaces {
         let team = |t: &str| BTreeMap::from([("team".to_string(), t.to_string())]);
-        Some(vec![
+        Some(BTreeMap::from([
             ("a-dev".into(), team("a")),
             ("b-dev".into(), team("b")),
-        ])
+        ]))
     }
 
     fn only(names: &[&str]) -> Reach {

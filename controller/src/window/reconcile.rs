@@ -2,6 +2,7 @@
 //! Workspaces a window surveys; asks `plan`; marks the workspaces to stop, writes the
 //! status and the metrics, and publishes `Drained`.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -65,40 +66,36 @@ async fn survey(
         return Ok((survey, SurveySource::List));
     }
     let wants_namespaces = valid.draining || valid.node_scoped;
-    let no_namespaces = BTreeMap::new();
+    // Namespace labels listed for this survey: kept for a survey taken again from a list.
     let mut listed = None;
     if survey_index::may_use_index(&survey) {
         // Progress from the watch takes the namespaces' labels from the controller's
         // namespace watch as well: both lag alike, and a survey that a promise is made
         // from is taken again below with both listed.
-        let watched: Option<BTreeMap<_, _>> = ctx
-            .namespaces
-            .all()
-            .filter(|_| wants_namespaces)
-            .map(|all| all.into_iter().collect());
-        if wants_namespaces && watched.is_none() {
-            listed = Some(namespace_labels(ctx).await?);
-        }
-        let namespaces = watched
-            .as_ref()
-            .or(listed.as_ref())
-            .unwrap_or(&no_namespaces);
+        let namespaces = if !wants_namespaces {
+            Cow::Owned(BTreeMap::new())
+        } else if let Some(watched) = ctx.namespaces.all() {
+            Cow::Owned(watched)
+        } else {
+            Cow::Borrowed(&*listed.insert(namespace_labels(ctx).await?))
+        };
         let indexed = ctx.survey_index.fold_pages(PAGE as usize, |page| {
-            survey.add(&valid.window, page, namespaces)
+            survey.add(&valid.window, page, &namespaces)
         });
         if indexed && !survey_index::needs_list(&survey, &valid.window.name, nodes) {
             return Ok((limited(survey, valid), SurveySource::Watch));
         }
         survey = empty();
     }
-    if wants_namespaces && listed.is_none() {
-        listed = Some(namespace_labels(ctx).await?);
-    }
-    let namespaces = listed.as_ref().unwrap_or(&no_namespaces);
+    let namespaces = match listed {
+        Some(listed) => listed,
+        None if wants_namespaces => namespace_labels(ctx).await?,
+        None => BTreeMap::new(),
+    };
     let api = Api::<Workspace>::all(ctx.client.clone());
     let mut pages = Pages::new(ListParams::default().limit(PAGE));
     while let Some(page) = pages.next(&api).await? {
-        survey.add(&valid.window, &page, namespaces);
+        survey.add(&valid.window, &page, &namespaces);
     }
     Ok((limited(survey, valid), SurveySource::List))
 }

@@ -18,6 +18,10 @@ LG_ETCD_PORT=${LG_ETCD_PORT:-2379}
 # kube-apiserver's /debug/pprof (CPU profiles for the scale benchmarks, RBAC-gated like any
 # non-resource URL). Off by default; it takes effect when the API server (re)starts.
 LG_APISERVER_PROFILING=${LG_APISERVER_PROFILING:-false}
+# kube-apiserver's audit log at Metadata level (who made each request: for the scale
+# benchmarks' counts by client, bench/apiserver-audit-report). Off by default: it costs the
+# API server CPU and disk. It takes effect when the API server (re)starts.
+LG_APISERVER_AUDIT=${LG_APISERVER_AUDIT:-false}
 LG_RUN=/run/lifeguard-cluster
 LG_KUBECONFIG="$LG_STATE/kubeconfig"
 LG_PAUSE_IMAGE=lifeguard.local/pause:3.2

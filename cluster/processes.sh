@@ -33,6 +33,20 @@ wait_for() {
 
 kc() { kubectl --kubeconfig "$LG_KUBECONFIG" "$@"; }
 
+# Who asked what, one line per request, once each is answered: the request's metadata
+# only, never a body. Watches are long-running and say nothing about the work done.
+write_audit_policy() {
+  cat > "$1" <<'POLICY'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted"]
+rules:
+- level: None
+  verbs: ["watch"]
+- level: Metadata
+POLICY
+}
+
 start_control_plane() {
   local pki="$LG_STATE/pki" bin="$LG_K8S_BIN"
   step "start etcd"
@@ -43,6 +57,12 @@ start_control_plane() {
   wait_for "etcd" 60 "$LG_LOGS/etcd.log" etcd curl -fsS "http://127.0.0.1:$LG_ETCD_PORT/health"
 
   step "start kube-apiserver"
+  local audit=()
+  if [ "$LG_APISERVER_AUDIT" = true ]; then
+    write_audit_policy "$LG_STATE/audit-policy.yaml"
+    audit=(--audit-policy-file "$LG_STATE/audit-policy.yaml" --audit-log-format json
+      --audit-log-path "$LG_LOGS/kube-apiserver-audit.log" --audit-log-maxsize 2000 --audit-log-maxbackup 1)
+  fi
   start kube-apiserver "$bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$LG_ETCD_PORT" \
     --secure-port "$LG_API_PORT" --bind-address 0.0.0.0 --advertise-address "$LG_NODE_IP" --insecure-port 0 \
     --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
@@ -53,7 +73,7 @@ start_control_plane() {
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-cluster-ip-range "$LG_SERVICE_CIDR" --authorization-mode Node,RBAC \
     --enable-admission-plugins NamespaceLifecycle,LimitRanger,ServiceAccount,DefaultStorageClass,ResourceQuota,NodeRestriction,MutatingAdmissionWebhook,ValidatingAdmissionWebhook \
-    --allow-privileged=true --profiling="$LG_APISERVER_PROFILING" --event-ttl 1h
+    --allow-privileged=true --profiling="$LG_APISERVER_PROFILING" --event-ttl 1h "${audit[@]}"
   wait_for "kube-apiserver" 120 "$LG_LOGS/kube-apiserver.log" kube-apiserver kc get --raw /readyz
 
   # The default (lease) endpoint reconciler publishes $LG_NODE_IP:$LG_API_PORT as the

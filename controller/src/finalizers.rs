@@ -82,7 +82,9 @@ pub async fn release_pod(
         };
         writes.push(left);
         if let Some(pod) = delete
-            && let Some(left) = delete_exactly(api, &pod, Some(0)).await?
+            && let Some(left) = delete_exactly(api, &pod, Some(0))
+                .await?
+                .left(pod.metadata.uid.clone())
         {
             writes.push(left);
         }
@@ -94,8 +96,9 @@ pub async fn release_pod(
 #[derive(Debug)]
 pub struct Released {
     pub removal: Removal,
-    /// What each of its writes left of the pod, in order: the last is the pod as it is now.
-    /// Empty if it wrote nothing.
+    /// What each of its writes left of the pod, in order: the last is the pod as it is now
+    /// (a follow-up delete that found the pod removed already leaves it gone). Empty if it
+    /// wrote nothing.
     pub writes: Vec<PodLeft>,
 }
 
@@ -136,14 +139,48 @@ impl PodLeft {
     }
 }
 
+/// What a delete of exactly one pod found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Deletion {
+    /// It deleted the pod: what that write left of it.
+    Deleted(PodLeft),
+    /// No pod of that name was there: this one was removed already, by someone else
+    /// (typically its kubelet, a moment before). Nothing was written.
+    AlreadyGone,
+    /// The name holds another pod now. Nothing was written.
+    Replaced,
+}
+
+impl Deletion {
+    /// What a refused delete's status `code` says, if it says one of these.
+    fn of_refusal(code: u16) -> Option<Deletion> {
+        match code {
+            // Not found: with the UID as a precondition, a pod of another UID under the
+            // name would have been a conflict, so no pod of that name is there at all.
+            404 => Some(Deletion::AlreadyGone),
+            409 => Some(Deletion::Replaced),
+            _ => None,
+        }
+    }
+
+    /// What is left of the pod with UID `uid` after this delete: `None` when the name
+    /// holds another pod (this one's fate is not known from here).
+    pub fn left(self, uid: Option<String>) -> Option<PodLeft> {
+        match self {
+            Deletion::Deleted(left) => Some(left),
+            Deletion::AlreadyGone => Some(PodLeft::Gone { uid }),
+            Deletion::Replaced => None,
+        }
+    }
+}
+
 /// Deletes exactly `pod` with `grace_seconds`: its UID is a precondition, so a replacement
-/// of the same name is never hit. `None`: it was gone already, or the name holds another
-/// pod now; both mean there is nothing of this one left to delete, and nothing was written.
+/// of the same name is never hit.
 pub async fn delete_exactly(
     api: &Api<Pod>,
     pod: &Pod,
     grace_seconds: Option<u32>,
-) -> Result<Option<PodLeft>, kube::Error> {
+) -> Result<Deletion, kube::Error> {
     let params = DeleteParams {
         grace_period_seconds: grace_seconds,
         preconditions: Some(Preconditions {
@@ -153,8 +190,13 @@ pub async fn delete_exactly(
         ..DeleteParams::default()
     };
     match api.delete(&pod.name_any(), &params).await {
-        Ok(answer) => Ok(Some(PodLeft::of_delete(answer, pod.metadata.uid.clone()))),
-        Err(kube::Error::Api(status)) if matches!(status.code, 404 | 409) => Ok(None),
+        Ok(answer) => Ok(Deletion::Deleted(PodLeft::of_delete(
+            answer,
+            pod.metadata.uid.clone(),
+        ))),
+        Err(kube::Error::Api(status)) => {
+            Deletion::of_refusal(status.code).ok_or(kube::Error::Api(status))
+        }
         Err(e) => Err(e),
     }
 }

@@ -66,3 +66,41 @@ fn a_write_that_removed_the_pod_is_told_from_one_that_stored_it() {
         "a delete answered with a Status removed the object it was sent for"
     );
 }
+
+#[test]
+fn a_refused_delete_says_whether_the_pod_is_gone() {
+    let gone = Some(PodLeft::Gone {
+        uid: Some("p1".into()),
+    });
+    let cases = [
+        (
+            "not found: no pod of that name, so this one was removed already",
+            404,
+            Some(Deletion::AlreadyGone),
+            gone.clone(),
+        ),
+        (
+            "conflict on the UID: another pod has the name, this one's fate is unknown",
+            409,
+            Some(Deletion::Replaced),
+            None,
+        ),
+        ("forbidden: an error, not an answer", 403, None, None),
+        ("the server failed: an error", 500, None, None),
+    ];
+    for (what, code, want, left) in cases {
+        let deletion = Deletion::of_refusal(code);
+        assert_eq!(deletion, want, "{what}");
+        assert_eq!(
+            deletion.and_then(|d| d.left(Some("p1".into()))),
+            left,
+            "{what}: what is left"
+        );
+    }
+    let stored = answer(json!({}));
+    assert_eq!(
+        Deletion::Deleted(PodLeft::Stored(Box::new(stored.clone()))).left(Some("p1".into())),
+        Some(PodLeft::Stored(Box::new(stored))),
+        "a delete that wrote leaves what it wrote"
+    );
+}

@@ -11,10 +11,11 @@
 //! - While a reconcile runs, its pod's events are held back and kept.
 //! - When it is done it settles: every held event must be one it knows of, that is a
 //!   change to a version it read or a write returned, a change to a pod one of its writes
-//!   then removed (history), or that pod's deletion. If one is not, something else changed
+//!   then removed (history), or that pod's deletion, or, after it read no pod while the
+//!   watch still had one, that pod's deletion. If one is not, something else changed
 //!   the pod meanwhile, and the reconcile must look again at once (`Settled::LookAgain`).
-//! - After that, the pod's next events at a version a write returned, and those of a pod a
-//!   write removed, are dropped as they come. Any other event triggers as usual and ends
+//! - After that, the pod's next events at a version a write returned, those of a pod a
+//!   write removed, and the deletion of a pod it read as gone, are dropped as they come. Any other event triggers as usual and ends
 //!   the expectation, so an echo missed costs one reconcile, never a change lost. A version
 //!   only read is not awaited after the reconcile: its event may have been the one that
 //!   started it.
@@ -46,8 +47,12 @@ pub enum Known {
     Read(String),
     /// A write stored it at this resource version.
     Written(String),
-    /// A write removed the pod with this UID.
+    /// A write removed the pod with this UID, or found it removed already (a delete of
+    /// exactly that pod answered "not found").
     Removed(String),
+    /// Read: no pod of that name, while the watch still had one. That pod's deletion event
+    /// is still to come, and tells the reconcile, which planned with no pod, nothing.
+    Absent,
 }
 
 /// Whether the events held back while a reconcile ran are all ones it knows of.
@@ -72,6 +77,9 @@ struct Awaited {
     written: Vec<String>,
     /// The UID of a pod a write removed, until its deletion event comes.
     removed: Option<String>,
+    /// A read found no pod while the watch still had one: its deletion event, whatever its
+    /// UID, is known (once).
+    absent: bool,
 }
 
 impl Awaited {
@@ -92,17 +100,17 @@ impl Awaited {
                 uid.is_some() && *uid == self.removed
             }
             Seen::Deleted { uid } => {
-                let known = uid.is_some() && *uid == self.removed;
-                if known {
+                if uid.is_some() && *uid == self.removed {
                     self.removed = None;
+                    return true;
                 }
-                known
+                std::mem::take(&mut self.absent)
             }
         }
     }
 
     fn awaits_nothing(&self) -> bool {
-        !self.running && self.written.is_empty() && self.removed.is_none()
+        !self.running && self.written.is_empty() && self.removed.is_none() && !self.absent
     }
 }
 
@@ -124,8 +132,14 @@ impl Echoes {
         };
         match known {
             Known::Read(version) => awaited.read.push(version),
-            Known::Written(version) => awaited.written.push(version),
+            // A pod written now exists: a deletion still to come could be its own, so the
+            // absence read before explains none (at worst one reconcile more).
+            Known::Written(version) => {
+                awaited.absent = false;
+                awaited.written.push(version);
+            }
             Known::Removed(uid) => awaited.removed = Some(uid),
+            Known::Absent => awaited.absent = true,
         }
     }
 

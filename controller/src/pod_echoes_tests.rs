@@ -152,6 +152,48 @@ fn only_events_the_reconcile_knows_of_are_dropped() {
             after: vec![(deleted(), false), (at("85"), false)],
         },
         Case {
+            what: "read as gone while the watch had it: its deletion comes after",
+            known: vec![Known::Absent],
+            before: vec![],
+            settled: Settled::Clean,
+            after: vec![(deleted(), true), (deleted(), false)],
+        },
+        Case {
+            what: "read as gone while the watch had it: its deletion came while it ran",
+            known: vec![Known::Absent],
+            before: vec![deleted()],
+            settled: Settled::Clean,
+            after: vec![(deleted(), false)],
+        },
+        Case {
+            what: "read as gone, whatever the UID of the deletion that comes",
+            known: vec![Known::Absent],
+            before: vec![Seen::Deleted { uid: None }],
+            settled: Settled::Clean,
+            after: vec![(Seen::Deleted { uid: None }, false)],
+        },
+        Case {
+            what: "read as gone, then a new pod of the name is news",
+            known: vec![Known::Absent],
+            before: vec![],
+            settled: Settled::Clean,
+            after: vec![(other_at("3"), false), (deleted(), false)],
+        },
+        Case {
+            what: "read as gone, then created: a deletion may be the new pod's, so it is news",
+            known: vec![Known::Absent, written("95")],
+            before: vec![],
+            settled: Settled::Clean,
+            after: vec![(deleted(), false), (at("95"), false)],
+        },
+        Case {
+            what: "a delete of exactly the pod found it gone: its deletion is known",
+            known: vec![read("97"), removed()],
+            before: vec![],
+            settled: Settled::Clean,
+            after: vec![(deleted(), true), (at("98"), false)],
+        },
+        Case {
             what: "events without a version or UID are never known",
             known: vec![read("90"), removed()],
             before: vec![Seen::Changed {

@@ -6,9 +6,10 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 use kube::api::Api;
 
-use crate::finalizers::{self, PodLeft, Released};
+use crate::finalizers::{self, Deletion, PodLeft, Released};
 use crate::pod_echoes::{Known, Settled};
 use crate::pod_names::PodNames;
+use crate::workspace::pod_read::CachedPod;
 use crate::{Context, Error};
 
 /// One reconcile's view of its pod: started with the cache of pod names when the reconcile
@@ -32,11 +33,22 @@ impl<'a> PodView<'a> {
         }
     }
 
-    /// The reconcile read the pod.
-    pub fn read(&self, pod: &Pod) {
-        if let Some(version) = &pod.metadata.resource_version {
-            self.pods
-                .known(self.namespace, self.name, Known::Read(version.clone()));
+    /// The reconcile read the pod: `None`, it found none.
+    pub fn read(&self, pod: Option<&Pod>) {
+        match pod {
+            Some(pod) => {
+                if let Some(version) = &pod.metadata.resource_version {
+                    self.pods
+                        .known(self.namespace, self.name, Known::Read(version.clone()));
+                }
+            }
+            // The watch still has it: its deletion event is on the way and says nothing
+            // the reconcile did not plan with. (Without one, no event is awaited.)
+            None => {
+                if self.pods.lookup(self.namespace, self.name) == CachedPod::Present {
+                    self.pods.known(self.namespace, self.name, Known::Absent);
+                }
+            }
         }
     }
 
@@ -68,19 +80,21 @@ pub fn note_written(ctx: &Context, namespace: &str, name: &str, left: &PodLeft) 
     }
 }
 
-/// Deletes exactly `pod` (`finalizers::delete_exactly`), telling the cache of pod names.
+/// Deletes exactly `pod` (`finalizers::delete_exactly`), telling the cache of pod names
+/// what is left: a pod found removed already is known gone as well, so its deletion event
+/// costs no reconcile.
 pub async fn delete_pod(
     ctx: &Context,
     pods: &Api<Pod>,
     pod: &Pod,
     grace_seconds: Option<u32>,
-) -> Result<Option<PodLeft>, Error> {
+) -> Result<Deletion, Error> {
     let (namespace, name) = (pod.namespace().unwrap_or_default(), pod.name_any());
-    let left = finalizers::delete_exactly(pods, pod, grace_seconds).await?;
-    if let Some(left) = &left {
-        note_written(ctx, &namespace, &name, left);
+    let deletion = finalizers::delete_exactly(pods, pod, grace_seconds).await?;
+    if let Some(left) = deletion.clone().left(pod.metadata.uid.clone()) {
+        note_written(ctx, &namespace, &name, &left);
     }
-    Ok(left)
+    Ok(deletion)
 }
 
 /// Releases pod `name` in `namespace` (`finalizers::release_pod`), telling the cache of pod names.

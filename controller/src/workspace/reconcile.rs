@@ -21,7 +21,7 @@ use lifeguard_api::window::CompiledWindow;
 use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceStatus};
 
 use crate::disposal;
-use crate::finalizers::{self, PodLeft, Removal};
+use crate::finalizers::{self, Deletion, PodLeft, Removal};
 use crate::node_loss::{self, NodeLossStep};
 use crate::notice;
 use crate::phase_tally::WorkspaceKey;
@@ -161,9 +161,7 @@ pub async fn reconcile(
     let view = PodView::new(&ctx.pods, &namespace, &pod_name);
     let planned = async {
         let read = |pod: Option<Pod>| {
-            if let Some(pod) = &pod {
-                view.read(pod);
-            }
+            view.read(pod.as_ref());
             pod
         };
         let mut pod = if pod_read::must_read(&ws, ctx.pods.lookup(&namespace, &pod_name)) {
@@ -190,6 +188,17 @@ pub async fn reconcile(
             Ok(Requeue::requeue(Duration::ZERO))
         }
         (_, planned) => planned,
+    }
+}
+
+/// The pass after a delete of the pod: plan again with what it left, or without the pod
+/// when it was removed already; when the name holds another pod, that pod's watch event
+/// comes, and a look a moment later is the backstop.
+fn planned_after(deletion: Deletion) -> Pass {
+    match deletion {
+        Deletion::AlreadyGone => Pass::PodWritten(None),
+        Deletion::Deleted(left) => planned_with(left),
+        Deletion::Replaced => Pass::Done(Requeue::requeue(AFTER_WRITE)),
     }
 }
 
@@ -475,26 +484,24 @@ async fn reconcile_plan(
             ctx.event(ws, EventType::Warning, reason, note).await;
         }
         Action::RemoveStoppedPod => {
-            // Not there (the kubelet was as quick, or a new pod has the name): fine, its
-            // watch event comes.
-            if let Some(pod) = &pod
-                && let Some(left) = delete_pod(ctx, pods, pod, Some(0)).await?
-            {
-                return Ok(planned_with(left));
+            // Removed already: the kubelet was as quick, and the stop is recorded now.
+            if let Some(pod) = &pod {
+                return Ok(planned_after(delete_pod(ctx, pods, pod, Some(0)).await?));
             }
         }
         Action::ForceDeletePod { cause } => {
-            if let Some(pod) = &pod
-                && let Some(left) = delete_pod(ctx, pods, pod, Some(0)).await?
-            {
-                ctx.metrics
-                    .pods_force_deleted
-                    .with_label_values::<&str>(&[])
-                    .inc();
-                let note = format!("force-deleted pod {}: {cause}", pod.name_any());
-                ctx.event(ws, EventType::Warning, "PodForceDeleted", note)
-                    .await;
-                return Ok(planned_with(left));
+            if let Some(pod) = &pod {
+                let deletion = delete_pod(ctx, pods, pod, Some(0)).await?;
+                if let Deletion::Deleted(_) = deletion {
+                    ctx.metrics
+                        .pods_force_deleted
+                        .with_label_values::<&str>(&[])
+                        .inc();
+                    let note = format!("force-deleted pod {}: {cause}", pod.name_any());
+                    ctx.event(ws, EventType::Warning, "PodForceDeleted", note)
+                        .await;
+                }
+                return Ok(planned_after(deletion));
             }
         }
         Action::GiveUp(status) => {
@@ -512,12 +519,13 @@ async fn reconcile_plan(
             cause,
         } => {
             let grace = grace_seconds.map(|g| g as u32);
-            if let Some(pod) = &pod
-                && let Some(left) = delete_pod(ctx, pods, pod, grace).await?
-            {
-                let note = format!("deleted pod {}: {cause}", pod.name_any());
-                ctx.event(ws, EventType::Normal, "PodDeleted", note).await;
-                return Ok(planned_with(left));
+            if let Some(pod) = &pod {
+                let deletion = delete_pod(ctx, pods, pod, grace).await?;
+                if let Deletion::Deleted(_) = deletion {
+                    let note = format!("deleted pod {}: {cause}", pod.name_any());
+                    ctx.event(ws, EventType::Normal, "PodDeleted", note).await;
+                }
+                return Ok(planned_after(deletion));
             }
         }
         Action::RecordDisposal(status) => {

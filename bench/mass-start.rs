@@ -496,6 +496,12 @@ async fn handshake(
     Ok(deleted)
 }
 
+/// When a phase ran, to the second, for `bench/apiserver-audit-report SINCE UNTIL`: who
+/// made the requests the phase counted (docs/local-cluster.md).
+fn print_phase(name: &str, since: jiff::Timestamp) {
+    println!("phase {name}: {since:.0} to {:.0}", jiff::Timestamp::now());
+}
+
 async fn run_both(
     client: &Client,
     ns: &str,
@@ -510,6 +516,7 @@ async fn run_both(
     let seen = Arc::new(Mutex::new(Seen::default()));
     let watch = watch_pods(pods.clone(), seen.clone());
     let cpu = cpu_tally::Measure::start();
+    let since = jiff::Timestamp::now();
     let profile = apiserver_profile::start(profiler, "direct-start");
     let direct = run_phase(n, concurrency, &seen, &cpu, |i| {
         let pods = pods.clone();
@@ -528,6 +535,7 @@ async fn run_both(
     let direct_cpu = cpu.report(n);
     apiserver_profile::finish(profile).await;
     let direct_calls = calls_per_pod(&calls_before, client, n).await?;
+    print_phase("direct-start", since);
     println!(
         "direct:    {n} pods accepted in {:.1?}, {:.1} pods/s; all Running after {:.1?}",
         direct.pods_created,
@@ -537,11 +545,13 @@ async fn run_both(
     let names = mass_drain::unfinalize_all(pods, concurrency).await?;
     let calls_before = lifeguard_e2e::apiserver_requests(client).await?;
     let cpu = cpu_tally::Measure::start();
+    let since = jiff::Timestamp::now();
     let profile = apiserver_profile::start(profiler, "direct-delete");
     let deleted = mass_drain::delete_directly(pods, &names, concurrency).await?;
     let delete_cpu = cpu.report(n);
     apiserver_profile::finish(profile).await;
     let delete_calls = calls_per_pod(&calls_before, client, n).await?;
+    print_phase("direct-delete", since);
 
     // lifeguard: N Workspaces; the controller creates their pods.
     let rss_before = status_mib(pid, "VmRSS")?;
@@ -563,6 +573,7 @@ async fn run_both(
     let watch = watch_pods(pods.clone(), seen.clone());
     let workspaces: Api<Workspace> = Api::namespaced(client.clone(), ns);
     let cpu = cpu_tally::Measure::start();
+    let since = jiff::Timestamp::now();
     let profile = apiserver_profile::start(profiler, "lifeguard-start");
     let lifeguard = run_phase(n, concurrency, &seen, &cpu, |i| {
         let workspaces = workspaces.clone();
@@ -581,6 +592,7 @@ async fn run_both(
     let lifeguard_cpu = cpu.report(n);
     apiserver_profile::finish(profile).await;
     let lifeguard_calls = calls_per_pod(&calls_before, client, n).await?;
+    print_phase("lifeguard-start", since);
     let reconciles_after = lifeguard_e2e::reconciles_by_action(client).await?;
     let peak = *peak
         .lock()
@@ -630,11 +642,13 @@ async fn run_both(
     let surveys_before = window_surveys(client).await?;
     let calls_before = lifeguard_e2e::apiserver_requests(client).await?;
     let cpu = cpu_tally::Measure::start();
+    let since = jiff::Timestamp::now();
     let profile = apiserver_profile::start(profiler, "lifeguard-drain");
     let drain = mass_drain::drain_by_window(client, ns, n).await?;
     let drain_cpu = cpu.report(n);
     apiserver_profile::finish(profile).await;
     let drain_calls = calls_per_pod(&calls_before, client, n).await?;
+    print_phase("lifeguard-drain", since);
     let reconciles_after = lifeguard_e2e::reconciles_by_action(client).await?;
     let surveys_after = window_surveys(client).await?;
     println!(

@@ -10,13 +10,16 @@
 //!
 //! - While a reconcile runs, its pod's events are held back and kept.
 //! - When it is done it settles: every held event must be one it knows of, that is a
-//!   change to a version it read or a write returned, a change to a pod one of its writes
-//!   then removed (history), or that pod's deletion, or, after it read no pod while the
-//!   watch still had one, that pod's deletion. If one is not, something else changed
-//!   the pod meanwhile, and the reconcile must look again at once (`Settled::LookAgain`).
+//!   change to a version it read or a write returned, any event held before one at a
+//!   version it read (the watch keeps their order, so the read showed it), a change to a
+//!   pod one of its writes then removed (history), or that pod's deletion, or, after it
+//!   read no pod, the deletion of the pod that was there. If one is not, something else
+//!   changed the pod meanwhile, and the reconcile must look again at once
+//!   (`Settled::LookAgain`).
 //! - After that, the pod's next events at a version a write returned, those of a pod a
-//!   write removed, and the deletion of a pod it read as gone, are dropped as they come. Any other event triggers as usual and ends
-//!   the expectation, so an echo missed costs one reconcile, never a change lost. A version
+//!   write removed, and the deletion of a pod it read as gone while the watch still had
+//!   it, are dropped as they come. Any other event triggers as usual and ends the
+//!   expectation, so an echo missed costs one reconcile, never a change lost. A version
 //!   only read is not awaited after the reconcile: its event may have been the one that
 //!   started it.
 //!
@@ -50,9 +53,10 @@ pub enum Known {
     /// A write removed the pod with this UID, or found it removed already (a delete of
     /// exactly that pod answered "not found").
     Removed(String),
-    /// Read: no pod of that name, while the watch still had one. That pod's deletion event
-    /// is still to come, and tells the reconcile, which planned with no pod, nothing.
-    Absent,
+    /// Read: no pod of that name. The deletion event of the pod that was there tells the
+    /// reconcile, which planned with no pod, nothing: it is awaited when the watch still
+    /// had the pod (`watched`), or explained if it came while the reconcile ran.
+    Absent { watched: bool },
 }
 
 /// Whether the events held back while a reconcile ran are all ones it knows of.
@@ -139,7 +143,13 @@ impl Echoes {
                 awaited.written.push(version);
             }
             Known::Removed(uid) => awaited.removed = Some(uid),
-            Known::Absent => awaited.absent = true,
+            Known::Absent { watched } => {
+                let held = awaited
+                    .held
+                    .iter()
+                    .any(|seen| matches!(seen, Seen::Deleted { .. }));
+                awaited.absent = watched || held;
+            }
         }
     }
 
@@ -153,7 +163,21 @@ impl Echoes {
         }
         awaited.running = false;
         let held = std::mem::take(&mut awaited.held);
-        let explained = held.iter().all(|seen| awaited.take(seen, true));
+        // The watch sends events in the order they happened, so one held before the event
+        // of a version the reconcile read is a change that read already showed (a timer
+        // started the reconcile, and the kubelet's changes came while it read).
+        let read_after = held.iter().rposition(|seen| match seen {
+            Seen::Changed {
+                version: Some(version),
+                ..
+            } => awaited.read.contains(version),
+            _ => false,
+        });
+        let mut explained = true;
+        for (at, seen) in held.iter().enumerate() {
+            let known = awaited.take(seen, true);
+            explained &= known || read_after.is_some_and(|read| at < read);
+        }
         awaited.read.clear();
         if !explained {
             self.0.remove(key);

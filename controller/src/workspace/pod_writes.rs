@@ -42,12 +42,13 @@ impl<'a> PodView<'a> {
                         .known(self.namespace, self.name, Known::Read(version.clone()));
                 }
             }
-            // The watch still has it: its deletion event is on the way and says nothing
-            // the reconcile did not plan with. (Without one, no event is awaited.)
+            // The deletion of the pod that was there says nothing the reconcile did not
+            // plan with. Awaited only while the watch still has the pod: a read of a pod
+            // gone long ago must not hold an expectation for ever.
             None => {
-                if self.pods.lookup(self.namespace, self.name) == CachedPod::Present {
-                    self.pods.known(self.namespace, self.name, Known::Absent);
-                }
+                let watched = self.pods.lookup(self.namespace, self.name) == CachedPod::Present;
+                self.pods
+                    .known(self.namespace, self.name, Known::Absent { watched });
             }
         }
     }

@@ -152,13 +152,15 @@ pub async fn reconcile(
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     let name = meta.name_any();
     let key = WorkspaceKey::new(&namespace, &name);
+    // Before the Workspace's read: a pod event that comes while it is read is then held
+    // for this reconcile to explain, instead of queueing the next one behind it.
+    let pod_name = pod_name(&name);
+    let view = PodView::new(&ctx.pods, &namespace, &pod_name);
     let Some(mut ws) = workspaces.get_opt(&name).await? else {
         ctx.phases.forget(key);
         return Ok(Requeue::await_change());
     };
     ctx.phases.note(key, ws.phase());
-    let pod_name = pod_name(&name);
-    let view = PodView::new(&ctx.pods, &namespace, &pod_name);
     let planned = async {
         let read = |pod: Option<Pod>| {
             view.read(pod.as_ref());

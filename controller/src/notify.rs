@@ -11,6 +11,7 @@
 
 pub mod alertmanager;
 pub mod document;
+pub mod event_budget;
 pub mod http;
 pub mod metrics;
 pub mod retry;

@@ -16,6 +16,7 @@ use tokio::sync::mpsc::error::TrySendError;
 
 use super::alertmanager;
 use super::document::Notification;
+use super::event_budget::{EventBudget, with_count};
 use super::http::Endpoint;
 use super::metrics::NotifyMetrics;
 use super::retry::{Policy, Verdict, verdict};
@@ -120,6 +121,10 @@ fn jitter() -> f64 {
     f64::from(nanos % 1_000_000) / 1_000_000.0
 }
 
+/// At most one `NotificationDropped` (and one `NotificationRejected`) Event a window this
+/// often, each counting the drops it stands for (`event_budget`).
+const DROP_EVENTS_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
 async fn warn_on_window(events: Option<&Events>, window: &str, reason: &str, note: String) {
     let Some(events) = events else { return };
     let regarding: ObjectReference = ObjectRef::<MaintenanceWindow>::new(window).into();
@@ -145,6 +150,7 @@ async fn deliver(
     let receiver = endpoint.redacted();
     // Failed attempts in a row, whichever documents they were for.
     let mut failures: u32 = 0;
+    let mut drop_events = EventBudget::new(DROP_EVENTS_EVERY);
     while let Some(q) = rx.recv().await {
         let doc = &q.doc;
         let (id, kind, window) = (doc.id.as_str(), doc.kind.as_str(), doc.window.name.as_str());
@@ -163,11 +169,14 @@ async fn deliver(
                 metrics.dropped.with_label_values(&["expired"]).inc();
                 tracing::warn!(%id, %kind, %receiver, ?age,
                     "notification not delivered within --notify-give-up-after; dropped");
-                let note = format!(
-                    "notification {id} was not delivered to {receiver} within {:?} and was dropped",
-                    policy.give_up_after
-                );
-                warn_on_window(events.as_ref(), window, "NotificationDropped", note).await;
+                let reason = "NotificationDropped";
+                if let Some(drops) = drop_events.spend(window, reason, Instant::now()) {
+                    let note = format!(
+                        "notification {id} was not delivered to {receiver} within {:?} and was dropped",
+                        policy.give_up_after
+                    );
+                    warn_on_window(events.as_ref(), window, reason, with_count(note, drops)).await;
+                }
                 break;
             }
             let (verdict, retry_after, detail) = match endpoint.post(body.clone()).await {
@@ -195,10 +204,14 @@ async fn deliver(
                     failures = 0;
                     tracing::warn!(%id, %kind, %receiver, %detail,
                         "the receiver refused the notification; dropped (not retried)");
-                    let note = format!(
-                        "{receiver} refused notification {id} ({detail}); it is not retried"
-                    );
-                    warn_on_window(events.as_ref(), window, "NotificationRejected", note).await;
+                    let reason = "NotificationRejected";
+                    if let Some(drops) = drop_events.spend(window, reason, Instant::now()) {
+                        let note = format!(
+                            "{receiver} refused notification {id} ({detail}); it is not retried"
+                        );
+                        warn_on_window(events.as_ref(), window, reason, with_count(note, drops))
+                            .await;
+                    }
                     break;
                 }
                 Verdict::Retry(reason) => {

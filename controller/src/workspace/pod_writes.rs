@@ -92,8 +92,15 @@ pub async fn delete_pod(
 ) -> Result<Deletion, Error> {
     let (namespace, name) = (pod.namespace().unwrap_or_default(), pod.name_any());
     let deletion = finalizers::delete_exactly(pods, pod, grace_seconds).await?;
-    if let Some(left) = deletion.clone().left(pod.metadata.uid.clone()) {
-        note_written(ctx, &namespace, &name, &left);
+    match &deletion {
+        Deletion::Deleted(left) => note_written(ctx, &namespace, &name, left),
+        Deletion::AlreadyGone => {
+            let gone = PodLeft::Gone {
+                uid: pod.metadata.uid.clone(),
+            };
+            note_written(ctx, &namespace, &name, &gone);
+        }
+        Deletion::Replaced => {}
     }
     Ok(deletion)
 }

@@ -32,5 +32,5 @@ LG_K8S_BUILD=3
 LG_K8S_BIN="$LG_CACHE/k8s-$LG_K8S_VERSION-b$LG_K8S_BUILD/bin"
 # kubemark's hollow node, built from the same source (cluster/build-kubemark.sh), cached
 # apart so that adding it did not invalidate the server binaries above.
-LG_KUBEMARK_BUILD=2
+LG_KUBEMARK_BUILD=3
 LG_KUBEMARK_BIN="$LG_CACHE/kubemark-$LG_K8S_VERSION-b$LG_KUBEMARK_BUILD/bin"

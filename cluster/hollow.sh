@@ -21,10 +21,10 @@ LG_HOLLOW_LABEL=lifeguard.dev/hollow
 LG_HOLLOW_FILE="$LG_STATE/hollow-names"
 LG_HOLLOW_MAX=200
 # How often each hollow kubelet syncs every pod it runs. kubemark hardcodes 10 s; a real
-# kubelet's default is 1 min (syncFrequency), and at thousands of hollow pods on two
-# cores the 10 s syncs took half the machine (docs/local-cluster.md, "Cost"). A sync only
-# re-checks a pod nothing has changed: a pod's start, stop and deletion are handled as
-# they happen, whatever this says.
+# kubelet's default is 1 min (syncFrequency), which takes 15 % off the CPU of hollow
+# nodes holding pods (docs/local-cluster.md, "Cost"). A sync only re-checks a pod nothing
+# has changed: a pod's start, stop and deletion are handled as they happen, whatever
+# this says.
 LG_HOLLOW_SYNC_FREQUENCY=${LG_HOLLOW_SYNC_FREQUENCY:-1m}
 # Hollow node i serves its (fake) kubelet API on 127.0.0.1:$((LG_HOLLOW_PORT_BASE + i)).
 LG_HOLLOW_PORT_BASE=${LG_HOLLOW_PORT_BASE:-11250}

@@ -384,9 +384,13 @@ fn plan_without_pod(ws: &Workspace, now: Timestamp, settings: &Settings) -> Acti
         );
     }
     // The pod went away without a rejection (deleted by someone else): the workspace has
-    // stopped; it is not silently restarted.
+    // stopped, or failed if its pod had failed on its own; it is not silently restarted.
     let mut next = status.clone();
-    next.phase = Some(WorkspacePhase::Stopped);
+    next.phase = Some(if condition_is_true(&status, condition::FAILED) {
+        WorkspacePhase::Failed
+    } else {
+        WorkspacePhase::Stopped
+    });
     set_condition(
         &mut next.conditions,
         condition::READY,
@@ -608,10 +612,10 @@ fn plan_with_pod(
     let phase = pod_phase(pod);
     let terminal = matches!(phase, "Succeeded" | "Failed");
     if ws_deleting || pod_deleting || terminal {
+        let mut next = from_pod(ws, pod, WorkspacePhase::Stopping, now);
         if let Some(refused) = rejected_after_running(pod, &settings.reasons) {
             let uid = pod.metadata.uid.clone();
             if status.last_rejection.as_ref().map(|r| &r.pod_uid) != Some(&uid) {
-                let mut next = from_pod(ws, pod, WorkspacePhase::Failed, now);
                 let message = format!(
                     "the kubelet on {} refused the pod after it had run ({}): {}; it is not re-created",
                     refused.node, refused.reason, refused.message
@@ -626,15 +630,49 @@ fn plan_with_pod(
                     now,
                 );
                 next.last_rejection = Some(record(uid, refused, None, now));
+                next.phase = Some(shown_phase(
+                    &next,
+                    status.phase,
+                    ours,
+                    false,
+                    pod_deleting,
+                    terminal,
+                ));
                 return Action::RecordRejectedAfterRunning(Box::new(next));
             }
         }
-        let final_phase = match phase {
-            "Succeeded" => WorkspacePhase::Stopped,
-            "Failed" => WorkspacePhase::Failed,
-            _ => WorkspacePhase::Stopping,
-        };
-        let next = from_pod(ws, pod, final_phase, now);
+        // A pod that failed on its own, before anyone asked it to stop, fails its workspace
+        // (recorded now, while the pod still says so; the phase follows at release). A pod
+        // stopped on request ends Stopped whatever its phase: since 1.27 the kubelet gives
+        // every deleted pod a terminal phase, Failed when a container exits non-zero.
+        if phase == "Failed" && !pod_deleting && !ws_deleting {
+            let message = match pod.status.as_ref().and_then(|s| s.message.as_deref()) {
+                Some(why) if !why.is_empty() => format!("the workspace pod failed: {why}"),
+                _ => "the workspace pod failed before it was asked to stop".to_string(),
+            };
+            if !condition_is_true(&next, condition::FAILED) {
+                set_condition(
+                    &mut next.conditions,
+                    condition::FAILED,
+                    true,
+                    POD_FAILED,
+                    &message,
+                    generation,
+                    now,
+                );
+            }
+        }
+        let release = (ours && pod_deleting && disposal_done(pod, now, settings))
+            .then(|| crate::disposal::release(ws, pod, observed.receipt.clone(), now, settings));
+        let releasing = release == Some(Action::ReleasePod);
+        next.phase = Some(shown_phase(
+            &next,
+            status.phase,
+            ours,
+            releasing,
+            pod_deleting,
+            terminal,
+        ));
         if Some(&next) != ws.status.as_ref() {
             return Action::UpdateStatus(Box::new(next));
         }
@@ -644,18 +682,16 @@ fn plan_with_pod(
                 cause: stop_cause(ws, phase),
             };
         }
-        if ours {
-            if disposal_done(pod, now, settings) {
-                return crate::disposal::release(ws, pod, observed.receipt.clone(), now, settings);
-            }
-            if let Some(deleted) = &pod.metadata.deletion_timestamp {
-                return Action::WaitUntil(
-                    deleted
-                        .0
-                        .checked_add(settings.disposal_timeout)
-                        .unwrap_or(now),
-                );
-            }
+        if let Some(release) = release {
+            return release;
+        }
+        if ours && let Some(deleted) = &pod.metadata.deletion_timestamp {
+            return Action::WaitUntil(
+                deleted
+                    .0
+                    .checked_add(settings.disposal_timeout)
+                    .unwrap_or(now),
+            );
         }
         return Action::Idle;
     }
@@ -728,6 +764,39 @@ pub fn created_status(
 
 /// Condition reason and Event reason for a pod the kubelet refused after it had run.
 pub const REJECTED_AFTER_RUNNING: &str = "RejectedAfterRunning";
+
+/// `Failed` condition reason for a pod that failed before anyone asked it to stop.
+pub const POD_FAILED: &str = "PodFailed";
+
+/// The phase a stopping workspace shows (`next` is its status as the pod shows it). A pod
+/// lifeguard's finalizer holds is still being stopped, whatever its own phase, until its
+/// release is due (disposal done, its outcome recorded): only then is the final phase
+/// written, just before the release, so a drain's budget, `Drained` and the node label
+/// never count a pod still being saved as gone. The final phase is `Failed` when the pod
+/// failed on its own or was refused after it ran (the `Failed` condition says so), else
+/// `Stopped`. A pod not held shows its final phase once it has ended, and keeps the one
+/// recorded at its release while it is still Terminating.
+fn shown_phase(
+    next: &WorkspaceStatus,
+    recorded: Option<WorkspacePhase>,
+    ours: bool,
+    releasing: bool,
+    pod_deleting: bool,
+    terminal: bool,
+) -> WorkspacePhase {
+    let final_phase = if condition_is_true(next, condition::FAILED) {
+        WorkspacePhase::Failed
+    } else {
+        WorkspacePhase::Stopped
+    };
+    let released = pod_deleting && lifeguard_api::drain::is_done_phase(recorded);
+    match (ours, releasing) {
+        (true, true) => final_phase,
+        (true, false) => WorkspacePhase::Stopping,
+        (false, _) if terminal || released => final_phase,
+        (false, _) => WorkspacePhase::Stopping,
+    }
+}
 
 /// When the replacement of a pod confirmed gone at `gone_at` is due.
 fn replacement_due(ws: &Workspace, gone_at: Timestamp, settings: &Settings) -> Timestamp {
@@ -804,3 +873,6 @@ pub(crate) mod plan_tests;
 #[cfg(test)]
 #[path = "plan_resume_tests.rs"]
 mod plan_resume_tests;
+#[cfg(test)]
+#[path = "plan_stop_tests.rs"]
+mod plan_stop_tests;

@@ -240,6 +240,16 @@ fn next_action() {
             "conditions": [{"type": "Ready", "status": "False", "reason": "PodEnded", "message": "the workspace pod has ended", "observedGeneration": 1, "lastTransitionTime": NOW}]}),
                 json!({}),
             ),
+            Some(overdue_pod.clone()),
+            "UpdateStatus(Some(Stopped))".into(),
+        ),
+        (
+            "disposal: timeout passed, final phase recorded: release",
+            ws(
+                json!({"phase": "Stopped", "podStarts": 1, "podName": "ws-alice", "nodeName": "node-1", "observedGeneration": 1,
+            "conditions": [{"type": "Ready", "status": "False", "reason": "PodEnded", "message": "the workspace pod has ended", "observedGeneration": 1, "lastTransitionTime": NOW}]}),
+                json!({}),
+            ),
             Some(overdue_pod),
             "ReleasePod".into(),
         ),
@@ -572,7 +582,11 @@ fn a_refusal_after_running_is_reported_and_not_recreated() {
     else {
         panic!("expected RecordRejectedAfterRunning");
     };
-    assert_eq!(status.phase, Some(WorkspacePhase::Failed));
+    assert_eq!(
+        status.phase,
+        Some(WorkspacePhase::Stopping),
+        "Failed once the pod is released"
+    );
     let failed = condition(&status, "Failed").expect("Failed condition");
     assert_eq!(failed.reason, "RejectedAfterRunning");
     assert!(failed.message.contains("OutOfcpu"), "{}", failed.message);
@@ -587,7 +601,11 @@ fn a_refusal_after_running_is_reported_and_not_recreated() {
         kind(&plan(&workspace, Some(&refused), now(), &settings)),
         "DeletePod { grace_seconds: None, cause: \"it ended (Failed)\" }"
     );
-    assert_eq!(kind(&plan(&workspace, None, now(), &settings)), "Idle");
+    assert_eq!(
+        kind(&plan(&workspace, None, now(), &settings)),
+        "UpdateStatus(Some(Failed))",
+        "gone: Failed, and never replaced"
+    );
 }
 
 #[test]

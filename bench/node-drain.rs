@@ -32,15 +32,15 @@ async fn running_on_node_2(client: &Client, n: usize) -> anyhow::Result<String> 
     Api::<Namespace>::all(client.clone())
         .create(&PostParams::default(), &namespace)
         .await?;
-    // Pods are refused until the namespace's default service account has its token.
+    // Pods that run as the namespace's default service account are refused until it exists.
     let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
         Api::namespaced(client.clone(), &ns);
     poll_until(
-        "default service account token",
+        "default service account",
         Duration::from_secs(60),
         || async {
             let sa = accounts.get_opt("default").await?;
-            Ok(sa.and_then(|sa| sa.secrets).filter(|s| !s.is_empty()))
+            Ok(sa.map(|_| ()))
         },
     )
     .await?;

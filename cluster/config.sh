@@ -24,13 +24,29 @@ LG_APISERVER_PROFILING=${LG_APISERVER_PROFILING:-false}
 LG_APISERVER_AUDIT=${LG_APISERVER_AUDIT:-false}
 LG_RUN=/run/lifeguard-cluster
 LG_KUBECONFIG="$LG_STATE/kubeconfig"
-LG_PAUSE_IMAGE=lifeguard.local/pause:3.2
+LG_PAUSE_IMAGE=lifeguard.local/pause:3.10
 LG_BUSYBOX_IMAGE=lifeguard.local/busybox:latest
-LG_K8S_VERSION=1.20.5+really1.20.2-1.1+deb12u1
-# Bump LG_K8S_BUILD when the build recipe changes, so caches built the old way are not used.
-LG_K8S_BUILD=3
-LG_K8S_BIN="$LG_CACHE/k8s-$LG_K8S_VERSION-b$LG_K8S_BUILD/bin"
-# kubemark's hollow node, built from the same source (cluster/build-kubemark.sh), cached
-# apart so that adding it did not invalidate the server binaries above.
-LG_KUBEMARK_BUILD=3
-LG_KUBEMARK_BIN="$LG_CACHE/kubemark-$LG_K8S_VERSION-b$LG_KUBEMARK_BUILD/bin"
+# The binaries of the cluster, each built from a wrapper module in cluster/go/ (its go.mod
+# and go.sum pin every dependency) with the Go of cluster/go-env.sh, by
+# cluster/build-k8s.sh. Each is cached by version and by a hash of its module files, so a
+# change to a module (or LG_BUILD_RECIPE, for a change in how they are built) builds
+# afresh and never takes an older build.
+LG_BUILD_RECIPE=1
+LG_GO_MODULES="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/go"
+module_key() { cat "$LG_GO_MODULES/$1/go.mod" "$LG_GO_MODULES/$1/go.sum" | sha256sum | cut -c1-12; }
+# Kubernetes: every server, kube-proxy, the kubelet of every node but the skew node, and
+# kubectl (scripts and tests put this directory first on PATH).
+LG_K8S_VERSION=v1.37.2
+LG_K8S_BIN="$LG_CACHE/kubernetes-$LG_K8S_VERSION-$(module_key kubernetes)-r$LG_BUILD_RECIPE"
+# The skew node (the last node of a cluster of two or more) starts with an older kubelet,
+# three minors back as upstream supports, and the upgrade drill upgrades it to
+# LG_K8S_VERSION (`lifeguard-cluster node kubelet NAME VERSION`).
+LG_KUBELET_OLD_VERSION=v1.34.4
+LG_KUBELET_OLD_BIN="$LG_CACHE/kubelet-$LG_KUBELET_OLD_VERSION-$(module_key kubelet-old)-r$LG_BUILD_RECIPE"
+LG_ETCD_VERSION=v3.7.4
+LG_ETCD_BIN="$LG_CACHE/etcd-$LG_ETCD_VERSION-$(module_key etcd)-r$LG_BUILD_RECIPE"
+LG_CONTAINERD_VERSION=v2.3.7
+LG_CONTAINERD_BIN="$LG_CACHE/containerd-$LG_CONTAINERD_VERSION-$(module_key containerd)-r$LG_BUILD_RECIPE"
+# kubemark's hollow node, from the same Kubernetes module (cluster/build-kubemark.sh).
+LG_KUBEMARK_BIN="$LG_CACHE/kubemark-$LG_K8S_VERSION-$(module_key kubernetes)-r$LG_BUILD_RECIPE"
+export PATH="$LG_K8S_BIN:$LG_CONTAINERD_BIN:$LG_ETCD_BIN:$PATH"

@@ -1,5 +1,5 @@
-# Hollow nodes: kubemark's hollow kubelet (a real kubelet 1.20 over kubemark's fake CRI
-# runtime, cluster/build-kubemark.sh) joining the local cluster beside the real nodes, so
+# Hollow nodes: kubemark's hollow kubelet (a real kubelet of the cluster's version over
+# kubemark's fake CRI runtime, cluster/build-kubemark.sh) joining the local cluster beside the real nodes, so
 # benchmarks can "run" thousands of pods on two cores. Sourced by lifeguard-cluster.
 #
 # Every hollow node carries the label and the NoSchedule taint $LG_HOLLOW_LABEL=true: only
@@ -9,9 +9,7 @@
 # nodes are not: no lifeguard pod runs on them, and the e2e tests, which count the real
 # nodes by that label, do not see them. Do not give them that label: a prober pod on a
 # hollow node would never pass its HTTP probes (the fake runtime gives every pod the same
-# unroutable IP). Kubernetes 1.20's topology spread still counts a tainted node as a
-# domain, so a webhook rollout (DoNotSchedule spread by host name) while hollow nodes
-# exist can leave a replica Pending: remove them when the benchmark is done.
+# unroutable IP). Remove them when the benchmark is done.
 #
 # Names: lifeguard-sim-1 .. N. They sort after lifeguard-node-*, so a harness that takes
 # the first Ready node of a list (tests/src/cluster.rs node_name) still gets a real one.
@@ -40,20 +38,17 @@ start_hollow_node() {
   issue_cert "kubelet-client-$name" "/O=system:nodes/CN=system:node:$name" "$LG_CLIENT_EXT"
   mkdir -p "$dir/tmp"
   write_kubeconfig "$dir/kubeconfig" "kubelet-client-$name"
-  # kubemark 1.20 serves each hollow kubelet's fake container runtime on one fixed path,
-  # /tmp/kubelet_remote.sock: a second hollow node unlinks and re-creates the first's
-  # socket, and the first kubelet, dialling in between, dies ("dial unix
-  # /tmp/kubelet_remote.sock: connect: no such file or directory", which failed a CI run),
-  # or two kubelets end up sharing one fake runtime. So each hollow node runs in its own
-  # mount namespace with its node directory's tmp/ over /tmp; the kubelet's mktemp root
-  # directory lands there too, so `hollow-nodes down` removes it. unshare and sh exec, so
-  # the recorded pid is the kubelet's.
+  # Each hollow node runs in its own mount namespace with its node directory's tmp/ over
+  # /tmp: the kubelet's mktemp root directory and its fake runtime's socket land there, so
+  # hollow nodes never meet in /tmp and `hollow-nodes down` removes what each left. unshare
+  # and sh exec, so the recorded pid is the kubelet's. Images come from the fake runtime
+  # (there is no containerd behind a hollow node).
   start "hollow-$name" unshare --mount --propagation private -- \
     sh -c 'mount --bind "$1" /tmp && shift && exec "$@"' hollow-tmp "$dir/tmp" \
     "$LG_KUBEMARK_BIN/kubemark" --morph kubelet \
     --name "$name" --kubeconfig "$dir/kubeconfig" \
     --kubelet-port "$((LG_HOLLOW_PORT_BASE + index))" --kubelet-read-only-port 0 \
-    --max-pods "$max_pods" --sync-frequency "$sync" \
+    --max-pods "$max_pods" --sync-frequency "$sync" --use-host-image-service=false \
     --node-labels "$LG_HOLLOW_LABEL=true" --register-with-taints "$LG_HOLLOW_LABEL=true:NoSchedule"
 }
 

@@ -39,12 +39,12 @@ tag_image() {
 make_base_images() {
   local cache="$LG_CACHE/images" root
   mkdir -p "$cache"
-  if [ ! -s "$cache/pause.tar" ]; then
+  if [ ! -s "$cache/pause-$LG_K8S_VERSION.tar" ]; then
     step "build the pause image"
     root=$(mktemp -d)
-    gcc -Os -static -o "$root/pause" "$LG_K8S_BIN/../pause.c" 2>>"$LG_LOGS/images.log" ||
+    gcc -Os -static -o "$root/pause" "$LG_K8S_BIN/pause.c" 2>>"$LG_LOGS/images.log" ||
       die "compiling pause.c failed" "$LG_LOGS/images.log"
-    build_image "$LG_PAUSE_IMAGE" "$root" '["/pause"]' "$cache/pause.tar"
+    build_image "$LG_PAUSE_IMAGE" "$root" '["/pause"]' "$cache/pause-$LG_K8S_VERSION.tar"
     rm -rf "$root"
   fi
   if [ ! -s "$cache/busybox.tar" ]; then
@@ -62,6 +62,6 @@ make_base_images() {
     rm -rf "$root"
   fi
   step "import images into containerd"
-  import_image "$cache/pause.tar" "$LG_PAUSE_IMAGE"
+  import_image "$cache/pause-$LG_K8S_VERSION.tar" "$LG_PAUSE_IMAGE"
   import_image "$cache/busybox.tar" "$LG_BUSYBOX_IMAGE"
 }

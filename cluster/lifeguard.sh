@@ -76,10 +76,6 @@ all_nodes_probed_healthy() {
 install_lifeguard() {
   import_lifeguard_images
   write_install_kustomization
-  # Kubernetes 1.20 does not label namespaces with kubernetes.io/metadata.name (1.21+), by
-  # which the webhooks exempt kube-system: set it as newer API servers do.
-  kubectl label namespace kube-system kubernetes.io/metadata.name=kube-system --overwrite >>"$LG_LOGS/kubectl.log" 2>&1 ||
-    die "labelling kube-system failed" "$LG_LOGS/kubectl.log"
   step "kubectl apply -k (manifests/local over manifests/install)"
   kubectl apply -k "$LG_INSTALL_DIR" >>"$LG_LOGS/kubectl.log" 2>&1 || die "kubectl apply -k failed" "$LG_LOGS/kubectl.log"
   kubectl wait --for condition=established --timeout=60s crd/workspaces.lifeguard.dev crd/maintenancewindows.lifeguard.dev \

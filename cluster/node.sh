@@ -27,6 +27,30 @@ node_socket() { printf '%s\n' "$LG_RUN/nodes/$1/containerd.sock"; }
 node_storage() { printf '%s\n' "$LG_STATE/nodes/$1/workspace-storage"; }
 node_bridge() { printf 'lg-cni%s\n' "$(node_index "$1")"; }
 
+# The skew node, the last of two or more, runs the older kubelet ($LG_KUBELET_OLD_VERSION)
+# from each `up` that starts it until `node kubelet NAME VERSION` switches it (the upgrade
+# drill does, to $LG_K8S_VERSION); every other node runs $LG_K8S_VERSION. A node's record
+# of its version outlives a stopped kubelet, so `node start` keeps what the drill chose.
+is_skew_node() {
+  local count
+  count=$(node_names | wc -l)
+  [ "$count" -ge 2 ] && [ "$(node_index "$1")" = "$count" ]
+}
+node_kubelet_record() { printf '%s\n' "$(node_dir "$1")/kubelet-version"; }
+node_kubelet_version() { cat "$(node_kubelet_record "$1")" 2>/dev/null || printf '%s\n' "$LG_K8S_VERSION"; }
+set_node_kubelet_version() {
+  mkdir -p "$(node_dir "$1")"
+  printf '%s\n' "$2" >"$(node_kubelet_record "$1")"
+}
+# kubelet_bin VERSION: the binary of a kubelet version the cluster knows.
+kubelet_bin() {
+  case "$1" in
+    "$LG_K8S_VERSION") printf '%s\n' "$LG_K8S_BIN/kubelet" ;;
+    "$LG_KUBELET_OLD_VERSION") printf '%s\n' "$LG_KUBELET_OLD_BIN/kubelet" ;;
+    *) die "no kubelet $1 here (known: $LG_K8S_VERSION, $LG_KUBELET_OLD_VERSION)" ;;
+  esac
+}
+
 is_node() {
   local n
   for n in $(node_names); do [ "$n" = "$1" ] && return 0; done
@@ -38,20 +62,29 @@ write_containerd_config() {
   dir=$(node_dir "$name") run=$(node_run "$name")
   mkdir -p "$dir/containerd" "$dir/cni/net.d" "$run"
   # restrict_oom_score_adj: this sandbox forbids raising oom_score_adj, and runc fails
-  # with "can't get final child's PID from pipe" without it.
+  # with "can't get final child's PID from pipe" without it. Every node's containerd runs
+  # on this one machine, so nothing may sit at a fixed path: NRI's socket is one (NRI is
+  # unused here), and the pod sandbox and CNI paths are the node's own.
   cat >"$dir/containerd/config.toml" <<CFG
-version = 2
+version = 3
 root = "$dir/containerd/root"
 state = "$run/containerd-state"
 [grpc]
   address = "$(node_socket "$name")"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "$LG_PAUSE_IMAGE"
+[ttrpc]
+  address = "$(node_socket "$name").ttrpc"
+[plugins.'io.containerd.nri.v1.nri']
+  disable = true
+[plugins.'io.containerd.cri.v1.images']
+  snapshotter = "$LG_SNAPSHOTTER"
+  [plugins.'io.containerd.cri.v1.images'.pinned_images]
+    sandbox = "$LG_PAUSE_IMAGE"
+[plugins.'io.containerd.cri.v1.runtime']
   restrict_oom_score_adj = true
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "$LG_SNAPSHOTTER"
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
+  [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+    SystemdCgroup = false
+  [plugins.'io.containerd.cri.v1.runtime'.cni]
+    bin_dirs = ["/usr/lib/cni"]
     conf_dir = "$dir/cni/net.d"
 CFG
   # The default route (via the bridge, isGateway) takes pods to Service IPs, to the node
@@ -105,7 +138,11 @@ authentication:
 authorization: {mode: Webhook}
 tlsCertFile: "$LG_STATE/pki/kubelet-$name.crt"
 tlsPrivateKeyFile: "$LG_STATE/pki/kubelet-$name.key"
+containerRuntimeEndpoint: "unix://$(node_socket "$name")"
 cgroupDriver: cgroupfs
+# This sandbox mounts cgroup v1 only. Kubernetes 1.35+ refuses v1 unless told otherwise;
+# it is the test bed's constraint, not a recommendation (docs/local-cluster.md).
+failCgroupV1: false
 cgroupsPerQOS: false
 enforceNodeAllocatable: []
 failSwapOn: false
@@ -195,16 +232,15 @@ start_node() {
   node_mounts_up "$name"
   local ns
   ns=$(pid_of "mounts-$name")
-  start "containerd-$name" nsenter -t "$ns" -m -- containerd --config "$dir/containerd/config.toml"
+  start "containerd-$name" nsenter -t "$ns" -m -- "$LG_CONTAINERD_BIN/containerd" --config "$dir/containerd/config.toml"
   wait_for "containerd of $name" 60 "$LG_LOGS/containerd-$name.log" "containerd-$name" \
     ctr --address "$(node_socket "$name")" version
   mkdir -p "$dir/kubelet/root" "$dir/kubelet/pki"
   # A node registers unproven (docs/prober.md, "Unproven nodes"): no workspace lands on it
   # before its prober's first healthy verdict removes the taint and the label. The kubelet
   # applies both only when it creates the Node object, not on a restart.
-  start "kubelet-$name" nsenter -t "$ns" -m -- "$LG_K8S_BIN/kubelet" --config "$dir/kubelet/config.yaml" \
+  start "kubelet-$name" nsenter -t "$ns" -m -- "$(kubelet_bin "$(node_kubelet_version "$name")")" --config "$dir/kubelet/config.yaml" \
     --kubeconfig "$dir/kubelet.kubeconfig" \
-    --container-runtime remote --container-runtime-endpoint "unix://$(node_socket "$name")" \
     --hostname-override "$name" --node-ip "$(node_ip "$name")" \
     --root-dir "$dir/kubelet/root" --cert-dir "$dir/kubelet/pki" \
     --node-labels lifeguard.dev/local-cluster=true,lifeguard.dev/unproven=true \
@@ -234,6 +270,10 @@ remove_node_mounts() {
   rm -rf "$(node_dir "$name")/cni/ipam"
 }
 
+node_kubelet_reports() {
+  [ "$(kc get node "$1" -o jsonpath='{.status.nodeInfo.kubeletVersion}')" = "$2" ]
+}
+
 node_ready() {
   [ "$(kc get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
 }
@@ -242,4 +282,23 @@ wait_node_ready() {
   local name=$1
   step "wait for node $name to be Ready"
   wait_for "node $name" 180 "$LG_LOGS/kubelet-$name.log" "kubelet-$name" node_ready "$name"
+}
+
+# switch_kubelet NAME VERSION (or `current`, `skew`): an in-place kubelet upgrade (or
+# downgrade) as an operator does it: stop the kubelet (its containers keep running), swap
+# the binary, start it, and wait until the Node reports the new version and is Ready.
+switch_kubelet() {
+  local name=$1 version=$2
+  case "$version" in
+    current) version=$LG_K8S_VERSION ;;
+    skew) version=$LG_KUBELET_OLD_VERSION ;;
+  esac
+  kubelet_bin "$version" >/dev/null
+  step "switch the kubelet of $name to $version"
+  stop_process "kubelet-$name"
+  set_node_kubelet_version "$name" "$version"
+  start_node "$name"
+  wait_for "node $name reporting kubelet $version" 120 "$LG_LOGS/kubelet-$name.log" "kubelet-$name" \
+    node_kubelet_reports "$name" "$version"
+  wait_node_ready "$name"
 }

@@ -50,7 +50,7 @@ POLICY
 start_control_plane() {
   local pki="$LG_STATE/pki" bin="$LG_K8S_BIN"
   step "start etcd"
-  start etcd etcd --name lifeguard --data-dir "$LG_STATE/etcd" \
+  start etcd "$LG_ETCD_BIN/etcd" --name lifeguard --data-dir "$LG_STATE/etcd" \
     --listen-client-urls "http://127.0.0.1:$LG_ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$LG_ETCD_PORT" \
     --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
     --initial-cluster lifeguard=http://127.0.0.1:2380 --listen-metrics-urls http://127.0.0.1:2381
@@ -64,7 +64,7 @@ start_control_plane() {
       --audit-log-path "$LG_LOGS/kube-apiserver-audit.log" --audit-log-maxsize 2000 --audit-log-maxbackup 1)
   fi
   start kube-apiserver "$bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$LG_ETCD_PORT" \
-    --secure-port "$LG_API_PORT" --bind-address 0.0.0.0 --advertise-address "$LG_NODE_IP" --insecure-port 0 \
+    --secure-port "$LG_API_PORT" --bind-address 0.0.0.0 --advertise-address "$LG_NODE_IP" \
     --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
     --client-ca-file "$pki/ca.crt" --kubelet-certificate-authority "$pki/ca.crt" \
     --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" \
@@ -85,11 +85,11 @@ start_control_plane() {
     --authorization-kubeconfig "$LG_STATE/controller-manager.kubeconfig" \
     --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
     --controllers '*,-nodeipam' --use-service-account-credentials \
-    --leader-elect=false --bind-address 127.0.0.1 --port 0
+    --leader-elect=false --bind-address 127.0.0.1
   start kube-scheduler "$bin/kube-scheduler" --kubeconfig "$LG_STATE/scheduler.kubeconfig" \
     --authentication-kubeconfig "$LG_STATE/scheduler.kubeconfig" \
     --authorization-kubeconfig "$LG_STATE/scheduler.kubeconfig" \
-    --leader-elect=false --bind-address 127.0.0.1 --port 0
+    --leader-elect=false --bind-address 127.0.0.1
 }
 
 # kube-proxy in iptables mode makes Service IPs route: pods reach the API server through

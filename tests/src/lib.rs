@@ -23,8 +23,9 @@ mod workspace;
 
 pub use admissions::Admissions;
 pub use cluster::{
-    BUSYBOX_IMAGE, LOCAL_KUBECONFIG, apiserver_requests, apply_crds, client, events_about,
-    node_name, wait_workspace_events, workspace_event_reasons,
+    BUSYBOX_IMAGE, LOCAL_KUBECONFIG, apiserver_requests, apply_crds, client,
+    config as cluster_config, events_about, node_name, wait_workspace_events,
+    workspace_event_reasons,
 };
 pub use components::{
     CONTROLLER_LEASE, Component, LIFEGUARD_NAMESPACE, arg_value, controller_leader,
@@ -35,7 +36,9 @@ pub use components::{
 };
 pub use disposal_agent::{RECEIPTS_ROLE, bind_the_stand_in, receipts_agent};
 pub use local_nodes::{SECOND_NODE, StoppedNode, lifeguard_cluster, wait_settled};
-pub use namespace::{NAMESPACE_LABEL, create_usable_namespace, unique_name, with_namespace};
+pub use namespace::{
+    E2E_NAMESPACE_LABEL, NAMESPACE_LABEL, create_usable_namespace, unique_name, with_namespace,
+};
 pub use quota::{allow_pods, forbid_pods};
 pub use receiver::{NOTIFY_PATH, NOTIFY_RECEIVER, Received, Receiver};
 pub use rejector::{Rejector, every_workspace_rejected, sleeping_workspace};

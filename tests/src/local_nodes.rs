@@ -109,7 +109,7 @@ pub async fn wait_settled(client: &kube::Client) -> anyhow::Result<()> {
                 }
             }
             let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
-            let params = kube::api::ListParams::default().labels(crate::NAMESPACE_LABEL);
+            let params = kube::api::ListParams::default().labels(crate::E2E_NAMESPACE_LABEL);
             for ns in namespaces.list(&params).await?.items {
                 if ns.metadata.deletion_timestamp.is_some() {
                     waiting.push(format!("namespace {:?} going", ns.metadata.name));

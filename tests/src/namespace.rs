@@ -8,9 +8,12 @@ use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::{Client, ResourceExt};
 
-/// Label carrying the test namespace's own name (Kubernetes 1.20 has no
-/// `kubernetes.io/metadata.name` label yet).
-pub const NAMESPACE_LABEL: &str = "lifeguard.dev/e2e-namespace";
+/// The label carrying a namespace's own name, which the API server sets on every namespace:
+/// a test's MaintenanceWindow selects its own namespace by it, as users name one.
+pub const NAMESPACE_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// The label (`=true`) on every namespace an e2e test creates.
+pub const E2E_NAMESPACE_LABEL: &str = "lifeguard.dev/e2e";
 
 /// A DNS-label-safe name unique to this test run: `<prefix>-<time><counter>`.
 pub fn unique_name(prefix: &str) -> String {
@@ -24,8 +27,8 @@ pub fn unique_name(prefix: &str) -> String {
 }
 
 /// Creates namespace `name` with `labels` and waits until pods can be created in it: the
-/// token controller has given its default service account a token (until then the API
-/// server refuses pods).
+/// service account controller has created its default ServiceAccount (until then the API
+/// server refuses pods that run as it).
 pub async fn create_usable_namespace(
     client: &Client,
     name: &str,
@@ -43,8 +46,8 @@ pub async fn create_usable_namespace(
         &accounts,
         "default",
         Duration::from_secs(60),
-        "given a token",
-        |sa| sa.secrets.as_ref().is_some_and(|s| !s.is_empty()),
+        "created",
+        |_| true,
     )
     .await?;
     Ok(())
@@ -63,11 +66,9 @@ where
     };
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let name = unique_name(&format!("e2e-{prefix}"));
-    let labels = [
-        ("lifeguard.dev/e2e", "true"),
-        // Lets a test's MaintenanceWindow cover its own namespace and no other test's.
-        (NAMESPACE_LABEL, name.as_str()),
-    ];
+    // The API server adds NAMESPACE_LABEL, by which a test's MaintenanceWindow covers its
+    // own namespace and no other test's.
+    let labels = [(E2E_NAMESPACE_LABEL, "true")];
     if let Err(e) = create_usable_namespace(&client, &name, &labels).await {
         let _ = namespaces.delete(&name, &DeleteParams::background()).await;
         panic!("namespace {name} is unusable: {e:#}");

@@ -71,7 +71,7 @@ const fn permanent(reason: &'static str, source: &'static str, why: &'static str
 const PREDICATE: &str = "lifecycle/predicate.go";
 const HANDLERS: &str = "lifecycle/handlers.go";
 
-/// Every reason current kubelets (and 1.20) put on a pod they refuse at admission.
+/// Every reason current kubelets (and older ones) put on a pod they refuse at admission.
 pub const CATALOGUE: &[KnownReason] = &[
     transient(
         "NodeAffinity",

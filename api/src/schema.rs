@@ -14,7 +14,8 @@ pub fn pod_template(_: &mut SchemaGenerator) -> Schema {
 }
 
 /// An optional `WorkspacePhase`. schemars lists `null` among the enum values of an
-/// `Option<enum>`, which Kubernetes 1.20 refuses in a CRD; absence already means "unset".
+/// `Option<enum>`, which older API servers (1.20 among them) refuse in a CRD; absence
+/// already means "unset".
 pub fn optional_phase(_: &mut SchemaGenerator) -> Schema {
     let phases: Vec<&str> = crate::WorkspacePhase::ALL
         .iter()

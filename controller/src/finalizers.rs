@@ -114,8 +114,7 @@ pub enum PodLeft {
 impl PodLeft {
     /// The pod a write answered with. A pod being deleted without grace that no finalizer
     /// holds is not stored: the API server removed it in that write, and answers with its
-    /// last state (checked against kube-apiserver 1.20, for a delete and for a patch that
-    /// takes the last finalizer off).
+    /// last state (for a delete and for a patch that takes the last finalizer off).
     pub fn of(pod: Pod) -> PodLeft {
         let meta = &pod.metadata;
         let removed = meta.deletion_timestamp.is_some()

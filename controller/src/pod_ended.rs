@@ -12,11 +12,12 @@ use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 ///
 /// A container counts as stopped when the kubelet reports it terminated, or, once the pod's
 /// grace period is over (`now` at or past its deletion timestamp, which the API server sets
-/// to the delete plus the grace period), waiting. The 1.20 kubelet reports a container it
-/// has already removed as `waiting: ContainerCreating` (seen on the local cluster: released
-/// drain pods sat so until the kubelet's 10 s sync removed them), and it never starts a
-/// container for a pod being deleted: its pod sync kills such a pod instead. A container
-/// the kubelet has not reported at all, or reports running, still has to be stopped by it.
+/// to the delete plus the grace period), waiting. Older kubelets (1.20 among them) report a
+/// container they have already removed as `waiting: ContainerCreating` (without this rule,
+/// released pods sat so until the kubelet's 10 s sync removed them), and a kubelet never
+/// starts a container for a pod being deleted: its pod sync kills such a pod instead. A
+/// container the kubelet has not reported at all, or reports running, still has to be
+/// stopped by it.
 pub fn nothing_left_to_stop(pod: &Pod, now: Timestamp) -> bool {
     let Some(deleted) = pod.metadata.deletion_timestamp.as_ref() else {
         return false;

@@ -17,7 +17,7 @@ fn state(s: &str) -> Value {
     match s {
         RUNNING => json!({"running": {"startedAt": "2026-11-27T00:00:00Z"}}),
         TERMINATED => json!({"terminated": {"exitCode": 0}}),
-        // What the 1.20 kubelet reports for a container it removed, and for one not started.
+        // What older kubelets report for a container they removed, and for one not started.
         _ => json!({"waiting": {"reason": "ContainerCreating"}}),
     }
 }
@@ -57,7 +57,7 @@ fn only_a_terminating_unheld_pod_whose_containers_all_stopped() {
             true,
         ),
         (
-            "removed by the 1.20 kubelet (reported waiting), grace period over",
+            "removed by an older kubelet (reported waiting), grace period over",
             pod(&[WAITING, TERMINATED], &[], true, &[]),
             AFTER_GRACE,
             true,

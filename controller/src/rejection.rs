@@ -107,8 +107,9 @@ mod tests {
     }
 
     /// Message bodies as the current kubelet writes them (file in the comment); `rejectPod`
-    /// in pkg/kubelet/kubelet.go prefixes "Pod was rejected: " (since 1.26) or "Pod "
-    /// (1.20). The 1.20 predicate message had no description ("Predicate X failed").
+    /// in pkg/kubelet/kubelet.go prefixes "Pod was rejected: " (since 1.26; "Pod " before).
+    /// The optional second body is older kubelets' wording, with that older prefix, where it
+    /// differs: their predicate messages had no description ("Predicate X failed").
     const KUBELET_MESSAGES: &[(&str, &str, Option<&str>, RejectionClass)] = &[
         // lifecycle/predicate.go, PredicateFailureError.Error()
         (

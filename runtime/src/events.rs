@@ -4,9 +4,10 @@
 //! - The `Recorder` keeps every Event it published for six minutes, to count repeats into
 //!   a series. lifeguard's Events are one per decision, so repeats are rare. With 10,000
 //!   workspaces starting at once that cache alone held tens of megabytes.
-//! - It puts an Event about a cluster-scoped object into `default`. API servers up to at
-//!   least 1.20 reject that: a new-style Event (with `eventTime`) about a cluster-scoped
-//!   object must be in `kube-system`. Newer servers accept `kube-system` too.
+//! - It puts an Event about a cluster-scoped object into `default`. Older API servers
+//!   (1.20 among them) reject that: a new-style Event (with `eventTime`) about a
+//!   cluster-scoped object must be in `kube-system` there. Current servers accept both, so
+//!   `kube-system` is the one namespace every server takes.
 //!   `kubectl describe` and `kubectl get events -A` still find the Events by the object they
 //!   are about.
 

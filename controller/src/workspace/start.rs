@@ -220,8 +220,8 @@ fn give_up(
     } else {
         blocker.kind.as_str()
     };
-    // Never empty: the API server (1.20, server-side apply) stores an empty required
-    // string as null and then refuses the whole status.
+    // Never empty: with server-side apply, older API servers (1.20 among them) store an
+    // empty required string as null and then refuse the whole status.
     let node = pod
         .spec
         .as_ref()

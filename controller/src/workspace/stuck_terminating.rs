@@ -1,7 +1,7 @@
 //! "Is this pod stuck Terminating?" Pure. A workspace pod that lifeguard has released (its
 //! final state recorded, its disposal done or confirmed) is the kubelet's to remove once its
 //! containers have stopped. A kubelet that never confirms (one that lost track of the pod,
-//! or the 1.20 kubelet that leaves a pod whose containers never started) would leave it
+//! or an older one that leaves a pod whose containers never started) would leave it
 //! Terminating for ever, holding its Workspace's deletion and its name. So a released pod
 //! with no container running, no finalizer left, and still there `--stuck-terminating-after`
 //! past its deletion timestamp (which already includes its grace period) is deleted without

@@ -137,7 +137,7 @@ fn a_released_pod_is_removed_as_soon_as_the_kubelet_reports_it_stopped() {
             "RemoveStoppedPod",
         ),
         (
-            "released, its container removed (the 1.20 kubelet then reports it waiting)",
+            "released, its container removed (older kubelets then report it waiting)",
             released(
                 json!([{"name": "ide", "image": "x", "imageID": "", "ready": false,
                              "restartCount": 0, "state": {"waiting": {"reason": "ContainerCreating"}}}]),

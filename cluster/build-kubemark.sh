@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds kubemark (cmd/kubemark: the hollow node, a real kubelet over a fake container
 # runtime) from the same Kubernetes module as the cluster (cluster/go/kubernetes), once,
-# with two changes made through `go build -overlay` (the module cache stays as published):
+# with two changes made to a copy of the module's source, which a copy of the wrapper module
+# replaces k8s.io/kubernetes with (the module cache stays as published):
 #   - the hollow kubelet serves its API on loopback: upstream binds 0.0.0.0 without TLS
 #     options, so anyone who reaches the machine could read pod specs, and nothing real
 #     runs behind it;
@@ -25,26 +26,29 @@ src=$(cd "$LG_GO_MODULES/kubernetes" && GOFLAGS=-mod=readonly "$LG_GO" list -m -
   die "cannot find the k8s.io/kubernetes module's source"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-
-kubelet_go="$src/pkg/kubemark/hollow_kubelet.go"
-node_go="$src/cmd/kubemark/app/hollow_node.go"
-sed -e 's|^\tc.Address = "0.0.0.0" /\* bind address \*/$|\tc.Address = "127.0.0.1" /* bind address */|' \
+step "copy the k8s.io/kubernetes module's source to edit kubemark"
+cp -r "$src" "$work/kubernetes"
+chmod -R u+w "$work/kubernetes"
+kubelet_go="$work/kubernetes/pkg/kubemark/hollow_kubelet.go"
+node_go="$work/kubernetes/cmd/kubemark/app/hollow_node.go"
+sed -i -e 's|^\tc.Address = "0.0.0.0" /\* bind address \*/$|\tc.Address = "127.0.0.1" /* bind address */|' \
   -e 's|^\(\tMaxPods  *int\)$|\1\n\tSyncFrequency time.Duration|' \
   -e 's|^\tc.SyncFrequency.Duration = 10 \* time.Second$|\tc.SyncFrequency.Duration = opt.SyncFrequency|' \
-  "$kubelet_go" >"$work/hollow_kubelet.go"
-sed -e 's|^\(\tMaxPods  *int\)$|\1\n\tSyncFrequency time.Duration|' \
+  "$kubelet_go"
+sed -i -e 's|^\(\tMaxPods  *int\)$|\1\n\tSyncFrequency time.Duration|' \
   -e 's|^\(\tfs.IntVar(&c.MaxPods, "max-pods".*\)$|\1\n\tfs.DurationVar(\&c.SyncFrequency, "sync-frequency", 10*time.Second, "How often the hollow kubelet syncs every pod it runs (a real kubelet'"'"'s default is 1m).")|' \
   -e 's|^\(\t\tMaxPods: *c.MaxPods,\)$|\1\n\t\tSyncFrequency: c.SyncFrequency,|' \
-  "$node_go" >"$work/hollow_node.go"
-grep -q '^.c.Address = "127.0.0.1"' "$work/hollow_kubelet.go" &&
-  grep -q '^.c.SyncFrequency.Duration = opt.SyncFrequency$' "$work/hollow_kubelet.go" &&
-  grep -q '^.SyncFrequency time.Duration$' "$work/hollow_kubelet.go" &&
-  [ "$(grep -c 'SyncFrequency' "$work/hollow_node.go")" = 4 ] ||
-  die "editing kubemark's source failed (the upstream source changed?); see $work"
-printf '{"Replace": {"%s": "%s", "%s": "%s"}}\n' "$kubelet_go" "$work/hollow_kubelet.go" \
-  "$node_go" "$work/hollow_node.go" >"$work/overlay.json"
+  "$node_go"
+grep -q '^.c.Address = "127.0.0.1"' "$kubelet_go" &&
+  grep -q '^.c.SyncFrequency.Duration = opt.SyncFrequency$' "$kubelet_go" &&
+  grep -q '^.SyncFrequency time.Duration$' "$kubelet_go" &&
+  [ "$(grep -c 'SyncFrequency' "$node_go")" = 3 ] ||
+  die "editing kubemark's source failed (the upstream source changed?)"
+mkdir -p "$work/module"
+cp "$LG_GO_MODULES/kubernetes/go.mod" "$LG_GO_MODULES/kubernetes/go.sum" "$work/module/"
+(cd "$work/module" && "$LG_GO" mod edit -replace "k8s.io/kubernetes=$work/kubernetes") ||
+  die "pointing the module copy at the edited source failed"
 
-step "build kubemark $LG_K8S_VERSION (a few minutes on two cores after the cluster's binaries)"
-LG_GO_BUILD_FLAGS="-overlay=$work/overlay.json" go_build "$LG_GO_MODULES/kubernetes" "$LG_KUBEMARK_BIN" "$log" \
-  "$LG_K8S_VERSION" k8s.io/kubernetes/cmd/kubemark
+step "build kubemark $LG_K8S_VERSION (about 5 minutes on two cores after the cluster's binaries)"
+go_build "$work/module" "$LG_KUBEMARK_BIN" "$log" "$LG_K8S_VERSION" k8s.io/kubernetes/cmd/kubemark
 say "kubemark built into $LG_KUBEMARK_BIN"

@@ -2,7 +2,7 @@
 //! agent's answer on the pod means. Pure.
 
 use crate::names::{DISPOSAL_CONFIRMATION_ANNOTATION, DISPOSAL_RESULT_ANNOTATION};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use std::collections::BTreeMap;
 
 /// The value of [`DISPOSAL_CONFIRMATION_ANNOTATION`] on a pod whose disposal waits for it.
@@ -16,27 +16,29 @@ pub enum DisposalResult {
     Failed(String),
 }
 
-/// Whether any container of `pod` still runs: its work is not done being written while one
-/// does, so neither the controller's release nor an agent's answer may come before.
-pub fn any_container_running(pod: &Pod) -> bool {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .is_some_and(|cs| {
-            cs.iter()
-                .any(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()))
-        })
+/// Every container status of `pod` that can hold the workspace's work while it stops: its
+/// containers and its native sidecars (init containers with `restartPolicy: Always`, which
+/// the kubelet stops after the containers). A plain init container has finished before any
+/// container starts, so its status never runs and never ends later than theirs.
+fn stopping_statuses(pod: &Pod) -> impl Iterator<Item = &ContainerStatus> {
+    let status = pod.status.as_ref();
+    let containers = status.and_then(|s| s.container_statuses.as_ref());
+    let init = status.and_then(|s| s.init_container_statuses.as_ref());
+    containers.into_iter().chain(init).flatten()
 }
 
-/// When the kubelet reported the last of `pod`'s containers stopped (the latest
-/// `finishedAt` among those terminated), if it reported any: when its work is all on disk,
-/// which is when a backup agent can start to save it.
+/// Whether any container of `pod` (a native sidecar included) still runs: its work is not
+/// done being written while one does, so neither the controller's release nor an agent's
+/// answer may come before.
+pub fn any_container_running(pod: &Pod) -> bool {
+    stopping_statuses(pod).any(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()))
+}
+
+/// When the kubelet reported the last of `pod`'s containers (native sidecars included)
+/// stopped (the latest `finishedAt` among those terminated), if it reported any: when its
+/// work is all on disk, which is when a backup agent can start to save it.
 pub fn containers_finished_at(pod: &Pod) -> Option<jiff::Timestamp> {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .into_iter()
-        .flatten()
+    stopping_statuses(pod)
         .filter_map(|c| c.state.as_ref()?.terminated.as_ref()?.finished_at.as_ref())
         .map(|t| t.0)
         .max()
@@ -91,6 +93,55 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn a_native_sidecar_still_running_holds_the_stop() {
+        let running = serde_json::json!({"running": {"startedAt": "2026-12-01T10:00:00Z"}});
+        let ended = |at: &str| serde_json::json!({"terminated": {"exitCode": 0, "finishedAt": at}});
+        let status = |name: &str, state: &serde_json::Value| {
+            serde_json::json!({"name": name, "image": "i", "imageID": "", "ready": false,
+                               "restartCount": 0, "state": state})
+        };
+        // (what, containers, init containers, running?, last stop)
+        let cases = [
+            (
+                "ide running",
+                vec![status("ide", &running)],
+                vec![],
+                true,
+                None,
+            ),
+            (
+                "ide stopped, its sync sidecar still running",
+                vec![status("ide", &ended("2026-12-01T11:00:05Z"))],
+                vec![status("sync", &running)],
+                true,
+                Some("2026-12-01T11:00:05Z"),
+            ),
+            (
+                "ide and sidecar stopped: the sidecar's stop is the last",
+                vec![status("ide", &ended("2026-12-01T11:00:05Z"))],
+                vec![status("sync", &ended("2026-12-01T11:00:09Z"))],
+                false,
+                Some("2026-12-01T11:00:09Z"),
+            ),
+            (
+                "a plain init container ended before the ide started",
+                vec![status("ide", &ended("2026-12-01T11:00:05Z"))],
+                vec![status("setup", &ended("2026-12-01T10:00:00Z"))],
+                false,
+                Some("2026-12-01T11:00:05Z"),
+            ),
+        ];
+        for (what, containers, init, want_running, want_last) in cases {
+            let pod: Pod = serde_json::from_value(serde_json::json!({"status": {
+                "containerStatuses": containers, "initContainerStatuses": init}}))
+            .expect("pod literal");
+            assert_eq!(any_container_running(&pod), want_running, "{what}");
+            let last = want_last.map(|t| t.parse::<jiff::Timestamp>().expect("time"));
+            assert_eq!(containers_finished_at(&pod), last, "{what}");
+        }
     }
 
     #[test]

@@ -138,6 +138,30 @@ pub fn clear_create_refusal(status: &mut WorkspaceStatus, generation: Option<i64
     }
 }
 
+/// The pod's `DisruptionTarget` condition, as (reason, message for the Workspace): set by
+/// the API server for an eviction (`EvictionByEvictionAPI`), by the taint manager
+/// (`DeletionByTaintManager`), the pod garbage collector (`DeletionByPodGC`), the kubelet
+/// under node pressure (`TerminationByKubelet`) or the scheduler (`PreemptionByScheduler`)
+/// when they stop a pod: why a stop lifeguard did not start happens.
+fn disruption(pod: &Pod) -> Option<(String, String)> {
+    let c = pod
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "DisruptionTarget" && c.status == "True")?;
+    let reason = c
+        .reason
+        .clone()
+        .unwrap_or_else(|| "DisruptionTarget".into());
+    let message = match c.message.as_deref() {
+        Some(m) if !m.is_empty() => format!("the workspace pod is being stopped ({reason}): {m}"),
+        _ => format!("the workspace pod is being stopped ({reason})"),
+    };
+    Some((reason, message))
+}
+
 /// The status as the live pod shows it, with `phase` as given.
 pub fn from_pod(
     ws: &Workspace,
@@ -184,6 +208,7 @@ pub fn from_pod(
     }
     let unschedulable =
         unschedulable(pod).map(|why| format!("the workspace pod fits on no node: {why}"));
+    let disrupted = disruption(pod);
     let (reason, message) = match (phase, &unschedulable) {
         (WorkspacePhase::Running, _) if ready => ("PodReady", "the workspace pod is ready"),
         (WorkspacePhase::Running, _) => ("PodNotReady", "the workspace pod runs but is not ready"),
@@ -191,7 +216,11 @@ pub fn from_pod(
         // off its nodes, no room elsewhere) says why.
         (WorkspacePhase::Creating, Some(why)) => ("Unschedulable", why.as_str()),
         (WorkspacePhase::Creating, None) => ("PodStarting", "the workspace pod is starting"),
-        _ => ("PodEnded", "the workspace pod has ended"),
+        // Stopped by someone else: the cluster's own words for why, where it gave them.
+        _ => match &disrupted {
+            Some((reason, message)) => (reason.as_str(), message.as_str()),
+            None => ("PodEnded", "the workspace pod has ended"),
+        },
     };
     set_condition(
         &mut status.conditions,

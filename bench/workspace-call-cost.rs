@@ -276,7 +276,7 @@ async fn main() -> anyhow::Result<()> {
         .get(CONTROLLER)
         .await?
         .spec
-        .and_then(|s| s.replicas)
+        .replicas
         .unwrap_or(1);
     scale_controller(&client, 0).await?;
     let ns = unique_name("bench-ws-calls");

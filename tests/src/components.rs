@@ -230,11 +230,11 @@ pub async fn declared_container(
     let spec = match component {
         Component::Prober => {
             let api: Api<DaemonSet> = Api::namespaced(client.clone(), LIFEGUARD_NAMESPACE);
-            api.get(component.app()).await?.spec.map(|s| s.template)
+            Some(api.get(component.app()).await?.spec.template)
         }
         _ => {
             let api: Api<Deployment> = Api::namespaced(client.clone(), LIFEGUARD_NAMESPACE);
-            api.get(component.app()).await?.spec.map(|s| s.template)
+            Some(api.get(component.app()).await?.spec.template)
         }
     };
     spec.and_then(|t| t.spec)

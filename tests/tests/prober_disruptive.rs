@@ -236,12 +236,7 @@ async fn prober_args(client: &kube::Client) -> anyhow::Result<Vec<String>> {
     use kube::api::Api;
     let daemonsets: Api<DaemonSet> = Api::namespaced(client.clone(), NAMESPACE);
     let ds = daemonsets.get(DAEMONSET).await?;
-    let spec = ds
-        .spec
-        .unwrap_or_default()
-        .template
-        .spec
-        .unwrap_or_default();
+    let spec = ds.spec.template.spec.unwrap_or_default();
     let prober = spec
         .containers
         .into_iter()

@@ -63,7 +63,7 @@ async fn rolled_out(client: &Client, component: Component) -> anyhow::Result<()>
         Duration::from_secs(240),
         || async move {
             let d = deployments.get(component.app()).await?;
-            let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+            let want = d.spec.replicas.unwrap_or(1);
             let s = d.status.unwrap_or_default();
             let done = s.observed_generation >= d.metadata.generation
                 && s.updated_replicas == Some(want)

@@ -2,7 +2,9 @@
 //!
 //! Stopping keeps the object: a one-off window that is in force gets `end` = now, so the
 //! record of when it really ran stays in the cluster. Anything that cannot be ended by
-//! moving `end` (a recurring window, or a one-off one that has not started) is suspended.
+//! moving `end` (a recurring window, a one-off one that has not started, or one the shorter
+//! occurrence would make invalid, such as a `maxPostpone` no longer shorter than it) is
+//! suspended: stopping always works.
 
 use jiff::{SignedDuration, Timestamp};
 use lifeguard_api::MaintenanceWindow;
@@ -48,6 +50,16 @@ pub fn stop_action(window: &MaintenanceWindow, now: Timestamp) -> Result<StopAct
         Schedule::OneOff(o) => {
             // The end must stay after the start for the window to remain valid.
             let end = whole_seconds(now).max(o.start + SignedDuration::from_secs(1));
+            let mut ended = window.spec.clone();
+            ended.end = Some(rfc3339(end));
+            // Ending it now must always work: where the shorter window would break a rule
+            // (a maxPostpone no longer shorter than the occurrence), it is suspended.
+            if let Err(errors) = lifeguard_api::validation::validate_maintenance_window(&ended) {
+                return Ok(suspend(&format!(
+                    "is in force, and ending it at {} would leave it invalid ({errors})",
+                    rfc3339(end)
+                )));
+            }
             Ok(StopAction::Patch(
                 json!({"spec": {"end": rfc3339(end)}}),
                 format!("ended at {}", rfc3339(end)),
@@ -82,6 +94,18 @@ mod tests {
             (
                 one_off("2026-12-02T22:00:00Z", "2026-12-03T00:00:00Z"),
                 Ok(json!({"spec": {"suspend": true}})),
+            ),
+            // 4 hours with maxPostpone 30m, stopped 10 minutes in: an end now would make a
+            // 10-minute occurrence that maxPostpone no longer fits, so it is suspended.
+            (
+                json!({"start": "2026-12-01T22:50:00Z", "end": "2026-12-02T02:50:00Z",
+                       "drain": true, "maxPostpone": "30m"}),
+                Ok(json!({"spec": {"suspend": true}})),
+            ),
+            (
+                json!({"start": "2026-12-01T21:00:00Z", "end": "2026-12-02T01:00:00Z",
+                       "drain": true, "maxPostpone": "30m"}),
+                Ok(json!({"spec": {"end": "2026-12-01T23:00:00Z"}})),
             ),
             (
                 json!({"schedule": "0 22 * * 6", "duration": "2h"}),

@@ -11,9 +11,13 @@ CONTROLLER = "system:serviceaccount:lifeguard-system:lifeguard-controller"
 NODE_KEY = "authentication.kubernetes.io/node-name"
 
 
-def user(name, node=None):
+def user(name, node=None, groups=("system:authenticated",)):
     extra = {NODE_KEY: [node]} if node else {}
-    return {"username": name, "extra": extra}
+    return {"username": name, "extra": extra, "groups": list(groups)}
+
+
+TENANT = user("alice@example.com")
+ADMIN = user("admin", groups=("system:masters", "system:authenticated"))
 
 
 def workspace_pod(node="node-2", **meta):
@@ -41,6 +45,7 @@ def answer(pod, value="saved"):
 
 
 POD = workspace_pod()
+STOPPING = workspace_pod(deletionTimestamp="2026-12-01T22:00:00Z")
 PLAIN = changed(POD, lambda p: p["metadata"].pop("labels"))
 NODE = {"metadata": {"name": "node-2", "labels": {}}, "status": {}}
 
@@ -71,6 +76,29 @@ CASES = [
      user(AGENT, "node-2"), POD, changed(POD, lambda p: p["metadata"].update({"labels": {}})), False),
     ("lifeguard-disposal-agent-own-node", "the controller is not the agent: not matched",
      user(CONTROLLER), POD, changed(POD, lambda p: p["metadata"].update({"finalizers": []})), True),
+    ("lifeguard-disposal-answers", "the agent answers a pod being stopped",
+     user(AGENT, "node-2"), STOPPING, answer(STOPPING), True),
+    ("lifeguard-disposal-answers", "the agent answers a running pod: the stop has not begun",
+     user(AGENT, "node-2"), POD, answer(POD), False),
+    ("lifeguard-disposal-answers", "a tenant forges the answer on a running pod",
+     TENANT, POD, answer(POD), False),
+    ("lifeguard-disposal-answers", "a tenant forges the answer on a pod being stopped",
+     TENANT, STOPPING, answer(STOPPING), False),
+    ("lifeguard-disposal-answers", "a tenant changes the agent's answer",
+     TENANT, answer(STOPPING, "failed: disk full"), answer(STOPPING), False),
+    ("lifeguard-disposal-answers", "a tenant removes the agent's answer",
+     TENANT, answer(STOPPING), STOPPING, False),
+    ("lifeguard-disposal-answers", "a tenant removes the confirmation requirement",
+     TENANT, POD, changed(POD, lambda p: p["metadata"]["annotations"].pop("lifeguard.dev/disposal-confirmation")), False),
+    ("lifeguard-disposal-answers", "the agent cannot drop the confirmation requirement either",
+     user(AGENT, "node-2"), STOPPING,
+     changed(STOPPING, lambda p: p["metadata"]["annotations"].pop("lifeguard.dev/disposal-confirmation")), False),
+    ("lifeguard-disposal-answers", "a tenant's other annotation",
+     TENANT, POD, changed(POD, lambda p: p["metadata"]["annotations"].update({"note": "x"})), True),
+    ("lifeguard-disposal-answers", "the controller releases the pod (finalizer only)",
+     user(CONTROLLER), STOPPING, changed(STOPPING, lambda p: p["metadata"].update({"finalizers": []})), True),
+    ("lifeguard-disposal-answers", "a cluster administrator answers by hand",
+     ADMIN, POD, answer(POD), True),
     ("lifeguard-prober-own-node", "the prober on its own node",
      user(AGENT, "node-2"), NODE, changed(NODE, lambda n: n["metadata"]["labels"].update({"x": "y"})), True),
     ("lifeguard-prober-own-node", "the prober on another node",

@@ -230,6 +230,45 @@ async fn windows_end(client: &kube::Client, name: &str) -> anyhow::Result<Timest
     Ok(window.spec.end.unwrap_or_default().parse()?)
 }
 
+/// Ending maintenance now is the operator's emergency action: a 4-hour window with
+/// `maxPostpone: 30m`, stopped 10 minutes in, cannot end now (a 10-minute occurrence is not
+/// longer than its maxPostpone), so it is suspended, and starts are admitted again.
+#[tokio::test]
+async fn stop_ends_a_window_whose_end_now_would_be_invalid() {
+    with_namespace("cli-stop-postpone", |client, ns| async move {
+        apply_crds(&client).await?;
+        let windows: Api<MaintenanceWindow> = Api::all(client.clone());
+        let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
+        let name = unique_name("e2e-cli-postpone");
+        let now = Timestamp::now();
+        let rfc3339 = |t: Timestamp| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+        let window: MaintenanceWindow = serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {"start": rfc3339(now - SignedDuration::from_mins(10)),
+                     "end": rfc3339(now + SignedDuration::from_mins(230)), "drain": true,
+                     "maxPostpone": "30m",
+                     "namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: ns.clone()}}}
+        }))?;
+        windows.create(&PostParams::default(), &window).await?;
+        let outcome = async {
+            create_until(&workspaces, "denied", true).await?;
+            let stopped = lifeguard(&["maintenance", "stop", &name]).await?;
+            anyhow::ensure!(
+                stopped.code == Some(0)
+                    && stopped.stdout.contains("suspended")
+                    && stopped.stdout.contains("maxPostpone"),
+                "{stopped:?}"
+            );
+            create_until(&workspaces, "admitted", false).await?;
+            Ok(())
+        }
+        .await;
+        let _ = windows.delete(&name, &DeleteParams::default()).await;
+        outcome
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn wait_times_out_with_exit_code_3_and_refuses_what_cannot_drain() {
     with_namespace("cli-wait", |client, ns| async move {

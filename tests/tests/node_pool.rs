@@ -1,34 +1,45 @@
 //! Upgrading one node at a time, on the two-node local cluster with lifeguard installed as
 //! users install it: a node-scoped window on node 2 with a drain budget of one tells and
-//! then stops only node 2's workspaces, one at a time, each saved by the prober's stand-in
-//! agent; starts are steered to node 1, never denied; node 2 is labelled drained, "upgraded"
-//! (stopped and started), and given back. A paused drain holds, and `maintenance preview`
+//! then stops only node 2's workspaces, one at a time (by the pods' deletions and releases,
+//! whatever phase the kubelet gives a deleted pod), each saved by the prober's stand-in
+//! agent; starts are steered to node 1, never denied; node 2 is labelled drained once the
+//! last pod is released, its kubelet upgraded in place from the skew version to the API
+//! server's, and given back. A paused drain holds, and `maintenance preview`
 //! lists exactly the workspaces the drain then stops.
 
 use std::collections::BTreeSet;
 use std::process::Command;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use anyhow::ensure;
+use futures::StreamExt;
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Client;
 use kube::api::{Api, DeleteParams, PostParams};
+use kube::runtime::watcher;
 use lifeguard_api::maintenance::{MaintenanceWindow, condition::DRAINED};
-use lifeguard_api::names::{DRAINED_BY_ANNOTATION, NODE_DRAINED_LABEL, NODE_WINDOW_ANNOTATION};
+use lifeguard_api::names::{
+    DRAINED_BY_ANNOTATION, NODE_DRAINED_LABEL, NODE_WINDOW_ANNOTATION, POD_FINALIZER,
+    WORKSPACE_LABEL,
+};
 use lifeguard_api::workspace::condition::DISPOSAL_CONFIRMED;
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::prober::PROBED_NODE;
 use lifeguard_e2e::{
-    LOCAL_KUBECONFIG, NAMESPACE_LABEL, SECOND_NODE, StoppedNode, poll_until, rfc3339, unique_name,
-    wait_for, wait_phase, wait_settled, with_namespace, workspace,
+    LOCAL_KUBECONFIG, NAMESPACE_LABEL, SECOND_NODE, lifeguard_cluster, poll_until, rfc3339,
+    unique_name, wait_for, wait_phase, wait_settled, with_namespace, workspace,
 };
 use serde_json::{Value, json};
 
 const TIMEOUT: Duration = Duration::from_secs(120);
 const NODE_1: &str = PROBED_NODE;
 const NODE_2: &str = SECOND_NODE;
+/// Node 2's workspaces, each saved by the stand-in agent when the drain stops it.
+const NODE_2_WORKSPACES: [&str; 3] = ["two-a", "two-b", "two-c"];
+const FAILS_ON_SIGTERM: &str = "two-c";
 
 /// A workspace whose disposal the stand-in confirms, on `node` if given.
 fn saved_workspace(name: &str, node: Option<&str>) -> anyhow::Result<Workspace> {
@@ -36,12 +47,19 @@ fn saved_workspace(name: &str, node: Option<&str>) -> anyhow::Result<Workspace> 
         json!({}),
         |n| json!({"nodeSelector": {"kubernetes.io/hostname": n}}),
     );
-    workspace(name)
+    let builder = workspace(name)
         .spec(json!({"confirmDisposal": true}))
         .pod_labels(json!({"disposal-standin": "true"}))
         .pod_spec(pinned)
-        .small_requests()
-        .build()
+        .small_requests();
+    if name == FAILS_ON_SIGTERM {
+        // Its process exits non-zero when asked to stop: the kubelet gives the deleted pod
+        // the phase Failed, which must not fail the workspace.
+        return builder
+            .ide(json!({"command": ["sh", "-c", "trap 'exit 143' TERM; sleep 3600 & wait"]}))
+            .build();
+    }
+    builder.build()
 }
 
 async fn start(api: &Api<Workspace>, name: &str, node: Option<&str>) -> anyhow::Result<Workspace> {
@@ -127,23 +145,99 @@ fn previewed(window: &str) -> anyhow::Result<BTreeSet<String>> {
         .collect())
 }
 
+/// The pods of `ns` that lifeguard's finalizer holds while they are being deleted, as a
+/// watch sees them, in the API server's order: the most held at once, and how many are
+/// held now. A pod counts from its deletion until its release (the finalizer's removal),
+/// whatever phase the kubelet gives it meanwhile.
+#[derive(Default)]
+struct HeldPods {
+    held: BTreeSet<String>,
+    most: usize,
+}
+
+fn watch_held_pods(
+    client: &Client,
+    ns: &str,
+) -> (Arc<Mutex<HeldPods>>, tokio::task::JoinHandle<()>) {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let seen = Arc::new(Mutex::new(HeldPods::default()));
+    let tally = seen.clone();
+    let task = tokio::spawn(async move {
+        let config = watcher::Config::default().labels(WORKSPACE_LABEL);
+        let mut events = watcher(pods, config).boxed();
+        while let Some(event) = events.next().await {
+            let Ok(event) = event else { continue };
+            let Ok(mut tally) = tally.lock() else { return };
+            let (pod, gone) = match event {
+                watcher::Event::Apply(pod) | watcher::Event::InitApply(pod) => (pod, false),
+                watcher::Event::Delete(pod) => (pod, true),
+                _ => continue,
+            };
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            let held = !gone
+                && pod.metadata.deletion_timestamp.is_some()
+                && pod
+                    .metadata
+                    .finalizers
+                    .as_ref()
+                    .is_some_and(|f| f.iter().any(|f| f == POD_FINALIZER));
+            if held {
+                tally.held.insert(name);
+            } else {
+                tally.held.remove(&name);
+            }
+            tally.most = tally.most.max(tally.held.len());
+        }
+    });
+    (seen, task)
+}
+
+fn kubelet_version(node: &Node) -> String {
+    node.status
+        .as_ref()
+        .and_then(|s| s.node_info.as_ref())
+        .map(|i| i.kubelet_version.clone())
+        .unwrap_or_default()
+}
+
+/// The minor version of a `v1.N.P` version string.
+fn minor(version: &str) -> u32 {
+    version
+        .split('.')
+        .nth(1)
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0)
+}
+
 #[tokio::test]
-#[ignore = "disruptive: stops and starts node 2; test-all runs it alone with --ignored"]
+#[ignore = "disruptive: upgrades node 2's kubelet; test-all runs it alone with --ignored"]
 async fn upgrading_one_node_stops_its_workspaces_one_at_a_time_and_denies_no_start() {
     with_namespace("node-pool", |client, ns| async move {
         wait_settled(&client).await?;
+        let nodes: Api<Node> = Api::all(client.clone());
+        let server = client.apiserver_version().await?.git_version;
+        // Node 2 is the skew node: `up` starts it with the older kubelet. A cluster kept
+        // running from an earlier test run has it upgraded already: put it back first.
+        if kubelet_version(&nodes.get(NODE_2).await?) == server {
+            lifeguard_cluster(&["node", "kubelet", NODE_2, "skew"])?;
+            wait_settled(&client).await?;
+        }
+        let before = kubelet_version(&nodes.get(NODE_2).await?);
+        ensure!(
+            minor(&before) < minor(&server),
+            "node 2 starts with an older kubelet than the API server's {server}, not {before}"
+        );
         lifeguard_e2e::bind_the_stand_in(&client).await?;
         let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
         let windows: Api<MaintenanceWindow> = Api::all(client.clone());
-        let nodes: Api<Node> = Api::all(client.clone());
-        for (name, node) in [
-            ("one-a", NODE_1),
-            ("one-b", NODE_1),
-            ("two-a", NODE_2),
-            ("two-b", NODE_2),
-        ] {
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        for (name, node) in [("one-a", NODE_1), ("one-b", NODE_1)] {
             start(&workspaces, name, Some(node)).await?;
         }
+        for name in NODE_2_WORKSPACES {
+            start(&workspaces, name, Some(NODE_2)).await?;
+        }
+        let (held_pods, watch) = watch_held_pods(&client, &ns);
         // Opens in 20 s; its notice (10 m) goes out at once.
         let window = node_2_window(
             &client,
@@ -153,7 +247,7 @@ async fn upgrading_one_node_stops_its_workspaces_one_at_a_time_and_denies_no_sta
         )
         .await?;
         let outcome = async {
-            for name in ["two-a", "two-b"] {
+            for name in NODE_2_WORKSPACES {
                 wait_for(&workspaces, name, TIMEOUT, "told of the drain", |w| {
                     w.status
                         .as_ref()
@@ -162,7 +256,7 @@ async fn upgrading_one_node_stops_its_workspaces_one_at_a_time_and_denies_no_sta
                 })
                 .await?;
             }
-            let expected: BTreeSet<String> = ["two-a", "two-b"]
+            let expected: BTreeSet<String> = NODE_2_WORKSPACES
                 .iter()
                 .map(|n| format!("{ns}/{n}"))
                 .collect();
@@ -174,7 +268,7 @@ async fn upgrading_one_node_stops_its_workspaces_one_at_a_time_and_denies_no_sta
             // Through the drain: never two of node 2's workspaces being stopped at once,
             // neither by the window's count nor by the workspaces themselves.
             let most_in_flight = Arc::new(AtomicU32::new(0));
-            poll_until("the window Drained", TIMEOUT * 2, || {
+            poll_until("the window Drained", TIMEOUT * 3, || {
                 let (workspaces, windows) = (workspaces.clone(), windows.clone());
                 let most = most_in_flight.clone();
                 let window = window.clone();
@@ -207,20 +301,45 @@ async fn upgrading_one_node_stops_its_workspaces_one_at_a_time_and_denies_no_sta
             assert_eq!(
                 most_in_flight.load(Ordering::Relaxed),
                 1,
-                "one stop at a time (maxConcurrentDrains: 1)"
+                "one stop at a time (maxConcurrentDrains: 1), by lifeguard's status"
             );
             let node_2 = poll_until("node 2 labelled drained", TIMEOUT, || async {
                 let node = nodes.get(NODE_2).await?;
                 Ok(node_label(&node).filter(|(v, _)| v == "true"))
             })
             .await?;
+            // Labelled drained only once no pod of the node is still being saved.
+            let still_held: Vec<String> = pods
+                .list(&Default::default())
+                .await?
+                .items
+                .into_iter()
+                .filter(|p| {
+                    p.metadata
+                        .finalizers
+                        .as_ref()
+                        .is_some_and(|f| f.iter().any(|f| f == POD_FINALIZER))
+                        && p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(NODE_2)
+                })
+                .filter_map(|p| p.metadata.name)
+                .collect();
+            assert_eq!(
+                still_held,
+                Vec::<String>::new(),
+                "pods held when node 2 was labelled drained"
+            );
+            let most_held = held_pods.lock().map(|h| h.most).unwrap_or(usize::MAX);
+            assert_eq!(
+                most_held, 1,
+                "one pod held in deletion at a time, by the pods' deletion and release"
+            );
             assert_eq!(node_2.1, window, "the annotation names the window");
             assert_eq!(
                 node_label(&nodes.get(NODE_1).await?),
                 None,
                 "node 1 is not selected"
             );
-            for name in ["two-a", "two-b"] {
+            for name in NODE_2_WORKSPACES {
                 let ws = wait_phase(&workspaces, name, WorkspacePhase::Stopped, TIMEOUT).await?;
                 let saved = ws.status.as_ref().and_then(|s| {
                     s.conditions
@@ -258,8 +377,13 @@ async fn upgrading_one_node_stops_its_workspaces_one_at_a_time_and_denies_no_sta
             // A start during the window is steered to node 1, not denied.
             let late = start(&workspaces, "late", None).await?;
             assert_eq!(node_of(&late), Some(NODE_1));
-            // The "upgrade".
-            StoppedNode::stop(NODE_2)?.start()?;
+            // The upgrade: node 2's kubelet replaced in place by the API server's version.
+            lifeguard_cluster(&["node", "kubelet", NODE_2, "current"])?;
+            let after = kubelet_version(&nodes.get(NODE_2).await?);
+            assert_eq!(
+                after, server,
+                "node 2 reports the new kubelet (was {before})"
+            );
             wait_settled(&client).await?;
             lifeguard(&["maintenance", "stop", &window])?;
             poll_until("node 2's label and annotation removed", TIMEOUT, || async {
@@ -277,6 +401,7 @@ async fn upgrading_one_node_stops_its_workspaces_one_at_a_time_and_denies_no_sta
             anyhow::Ok(())
         }
         .await;
+        watch.abort();
         let _ = windows.delete(&window, &DeleteParams::default()).await;
         outcome
     })

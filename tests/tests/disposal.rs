@@ -297,16 +297,16 @@ async fn the_probers_stand_in_agent_saves_a_drained_workspace() {
         let window = drain(&client, &ns).await?;
         let outcome = async {
             let pod = stopped_but_kept(&pods, "ws-pia").await?;
-            let asked = pod
-                .metadata
-                .deletion_timestamp
-                .map(|t| t.0)
-                .ok_or_else(|| anyhow::anyhow!("not deleting"))?;
+            // The save starts when the containers stopped (their `finishedAt`, as the
+            // kubelet reports it), which can be before the deletionTimestamp: that is the
+            // delete request plus the grace period, and a container may stop sooner.
+            let stopped = lifeguard_api::disposal::containers_finished_at(&pod)
+                .ok_or_else(|| anyhow::anyhow!("no container reported stopped"))?;
             wait_gone(&pods, "ws-pia", TIMEOUT).await?;
-            let waited = Timestamp::now().duration_since(asked);
+            let waited = Timestamp::now().duration_since(stopped);
             assert!(
                 waited >= SignedDuration::from_secs(3),
-                "released after {waited:#}, before the stand-in's 3 s save"
+                "released {waited:#} after its containers stopped, before the stand-in's 3 s save"
             );
             let ws = wait_for(&workspaces, "pia", TIMEOUT, "Stopped", |w| {
                 phase(w) == Some(WorkspacePhase::Stopped)

@@ -171,37 +171,98 @@ pub async fn wait_workspace_events(
     .await
 }
 
-/// The API server's requests so far (`apiserver_request_total`), summed over codes and
-/// callers, by `VERB resource` (`/subresource` where there is one): what a benchmark diffs
-/// to show which calls a phase cost.
-pub async fn apiserver_requests(client: &Client) -> anyhow::Result<BTreeMap<String, f64>> {
-    const SERIES: &str = "apiserver_request_total{";
-    let request = http::Request::get("/metrics").body(Vec::new())?;
-    let text = client.request_text(request).await?;
-    let mut by_call = BTreeMap::new();
+/// One sample's labels in the API server's `/metrics` text.
+pub struct MetricLabels<'a>(&'a str);
+
+impl MetricLabels<'_> {
+    /// The value of label `name`, empty when the sample has none.
+    pub fn get(&self, name: &str) -> &str {
+        self.0
+            .split(',')
+            .find_map(|pair| pair.strip_prefix(name)?.strip_prefix("=\""))
+            .map_or("", |v| v.trim_end_matches('"'))
+    }
+}
+
+/// The samples of counter `series` in `text`, summed by the key `key` makes of each
+/// sample's labels (`None` leaves the sample out).
+pub fn counter_sums(
+    text: &str,
+    series: &str,
+    key: impl Fn(&MetricLabels) -> Option<String>,
+) -> BTreeMap<String, f64> {
+    let prefix = format!("{series}{{");
+    let mut sums = BTreeMap::new();
     for line in text.lines() {
         let Some((labels, value)) = line
-            .strip_prefix(SERIES)
+            .strip_prefix(&prefix)
             .and_then(|rest| rest.rsplit_once("} "))
         else {
             continue;
         };
-        let label = |name: &str| {
-            labels
-                .split(',')
-                .find_map(|pair| pair.strip_prefix(name)?.strip_prefix("=\""))
-                .map_or("", |v| v.trim_end_matches('"'))
-        };
+        if let (Some(k), Ok(value)) = (key(&MetricLabels(labels)), value.parse::<f64>()) {
+            *sums.entry(k).or_insert(0.0) += value;
+        }
+    }
+    sums
+}
+
+/// The API server's counter `series` so far, summed as `counter_sums` does.
+pub async fn apiserver_counter_sums(
+    client: &Client,
+    series: &str,
+    key: impl Fn(&MetricLabels) -> Option<String>,
+) -> anyhow::Result<BTreeMap<String, f64>> {
+    let request = http::Request::get("/metrics").body(Vec::new())?;
+    let text = client.request_text(request).await?;
+    Ok(counter_sums(&text, series, key))
+}
+
+/// The API server's requests so far (`apiserver_request_total`), summed over codes and
+/// callers, by `VERB resource` (`/subresource` where there is one): what a benchmark diffs
+/// to show which calls a phase cost.
+pub async fn apiserver_requests(client: &Client) -> anyhow::Result<BTreeMap<String, f64>> {
+    apiserver_counter_sums(client, "apiserver_request_total", |l| {
         let (verb, resource, subresource) =
-            (label("verb"), label("resource"), label("subresource"));
-        let call = if subresource.is_empty() {
+            (l.get("verb"), l.get("resource"), l.get("subresource"));
+        Some(if subresource.is_empty() {
             format!("{verb} {resource}")
         } else {
             format!("{verb} {resource}/{subresource}")
-        };
-        if let Ok(value) = value.parse::<f64>() {
-            *by_call.entry(call).or_insert(0.0) += value;
-        }
+        })
+    })
+    .await
+}
+
+#[cfg(test)]
+mod counter_tests {
+    use super::*;
+
+    #[test]
+    fn samples_are_summed_by_the_key_of_their_labels() {
+        let text = "# HELP x\n\
+            apiserver_request_total{code=\"200\",resource=\"pods\",subresource=\"\",verb=\"GET\"} 3\n\
+            apiserver_request_total{code=\"404\",resource=\"pods\",subresource=\"\",verb=\"GET\"} 2\n\
+            apiserver_request_total{code=\"201\",resource=\"pods\",subresource=\"eviction\",verb=\"POST\"} 1\n\
+            apiserver_request_total_other{verb=\"GET\"} 9\n";
+        let sums = counter_sums(text, "apiserver_request_total", |l| {
+            Some(format!(
+                "{} {}{}",
+                l.get("verb"),
+                l.get("resource"),
+                l.get("subresource")
+            ))
+        });
+        assert_eq!(
+            sums,
+            BTreeMap::from([
+                ("GET pods".to_string(), 5.0),
+                ("POST podseviction".to_string(), 1.0)
+            ])
+        );
+        let none = counter_sums(text, "apiserver_request_total", |l| {
+            (l.get("code") == "500").then(|| "x".to_string())
+        });
+        assert!(none.is_empty());
     }
-    Ok(by_call)
 }

@@ -23,8 +23,8 @@ mod workspace;
 
 pub use admissions::Admissions;
 pub use cluster::{
-    BUSYBOX_IMAGE, LOCAL_KUBECONFIG, apiserver_requests, apply_crds, client,
-    config as cluster_config, events_about, node_name, wait_workspace_events,
+    BUSYBOX_IMAGE, LOCAL_KUBECONFIG, MetricLabels, apiserver_counter_sums, apiserver_requests,
+    apply_crds, client, config as cluster_config, events_about, node_name, wait_workspace_events,
     workspace_event_reasons,
 };
 pub use components::{

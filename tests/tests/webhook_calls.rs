@@ -14,7 +14,8 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    BUSYBOX_IMAGE, wait_gone, wait_phase, wait_settled, with_namespace, workspace,
+    BUSYBOX_IMAGE, apiserver_counter_sums, wait_gone, wait_phase, wait_settled, with_namespace,
+    workspace,
 };
 use serde_json::{Value, json};
 
@@ -24,31 +25,11 @@ const UPDATE_ENTRY: &str = "resources-update.validate.lifeguard.dev";
 
 /// The API server's calls so far to each of lifeguard's webhooks, by webhook name.
 async fn webhook_calls(client: &Client) -> anyhow::Result<BTreeMap<String, f64>> {
-    const SERIES: &str = "apiserver_admission_webhook_request_total{";
-    let request = http::Request::get("/metrics").body(Vec::new())?;
-    let text = client.request_text(request).await?;
-    let mut calls = BTreeMap::new();
-    for line in text.lines() {
-        let Some((labels, value)) = line
-            .strip_prefix(SERIES)
-            .and_then(|rest| rest.rsplit_once("} "))
-        else {
-            continue;
-        };
-        let Some(name) = labels
-            .split(',')
-            .find_map(|pair| pair.strip_prefix("name=\""))
-            .map(|v| v.trim_end_matches('"'))
-        else {
-            continue;
-        };
-        if name.ends_with(".lifeguard.dev")
-            && let Ok(value) = value.parse::<f64>()
-        {
-            *calls.entry(name.to_string()).or_insert(0.0) += value;
-        }
-    }
-    Ok(calls)
+    apiserver_counter_sums(client, "apiserver_admission_webhook_request_total", |l| {
+        let name = l.get("name");
+        name.ends_with(".lifeguard.dev").then(|| name.to_string())
+    })
+    .await
 }
 
 fn difference(

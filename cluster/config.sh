@@ -50,3 +50,8 @@ LG_CONTAINERD_BIN="$LG_CACHE/containerd-$LG_CONTAINERD_VERSION-$(module_key cont
 # kubemark's hollow node, from the same Kubernetes module (cluster/build-kubemark.sh).
 LG_KUBEMARK_BIN="$LG_CACHE/kubemark-$LG_K8S_VERSION-$(module_key kubernetes)-r$LG_BUILD_RECIPE"
 export PATH="$LG_K8S_BIN:$LG_CONTAINERD_BIN:$LG_ETCD_BIN:$PATH"
+# helm, for the chart's checks and its e2e test only (cluster/build-helm.sh builds it when
+# they first need it).
+LG_HELM_VERSION=v4.3.2
+LG_HELM_BIN="$LG_CACHE/helm-$LG_HELM_VERSION-$(module_key helm)-r$LG_BUILD_RECIPE"
+export PATH="$LG_HELM_BIN:$PATH"

@@ -53,17 +53,22 @@ ensure_go() {
 # module in MODULE_DIR (its go.mod and go.sum pin every dependency) into OUT_DIR, statically
 # (CGO off) as upstream releases them. VERSION (vX.Y.Z) goes into Kubernetes' version
 # variables, so `kubectl version` and the Node's kubeletVersion tell the truth; other
-# programs ignore them. LG_GO_BUILD_FLAGS adds flags (kubemark's -overlay).
+# programs ignore them. LG_GO_VERSION_VARIABLES names other variables to set to VERSION
+# instead (helm's). LG_GO_BUILD_FLAGS adds flags (kubemark's -overlay).
 go_build() {
   local dir=$1 out=$2 log=$3 version=$4
   shift 4
   local minor=${version#v*.} major=${version#v}
   minor=${minor%%.*} major=${major%%.*}
   local ld="-s -w" p
-  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ld="$ld -X $p.gitVersion=$version -X $p.gitMajor=$major -X $p.gitMinor=$minor"
-    ld="$ld -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
-  done
+  if [ -n "${LG_GO_VERSION_VARIABLES:-}" ]; then
+    for p in $LG_GO_VERSION_VARIABLES; do ld="$ld -X $p=$version"; done
+  else
+    for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+      ld="$ld -X $p.gitVersion=$version -X $p.gitMajor=$major -X $p.gitMinor=$minor"
+      ld="$ld -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
+    done
+  fi
   mkdir -p "$out.tmp"
   # -mod=readonly: a go.sum that does not cover the build is an error, never a download
   # of something unpinned.

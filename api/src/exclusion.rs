@@ -64,9 +64,24 @@ impl Exclusions {
         self.0.iter().find(|e| e.overlaps(o))
     }
 
-    /// The occurrence in force at `t` unless an exclusion skips it.
+    /// The occurrence in force at `t` that no exclusion skips, the latest-started if
+    /// several are. Occurrences overlap when they last longer than the gap between starts:
+    /// `t` is in force while any occurrence containing it is not skipped, so skipping one
+    /// never switches off a neighbour that was not skipped.
     pub fn active_at(&self, schedule: &Schedule, t: Timestamp) -> Option<Occurrence> {
-        schedule.active_at(t).filter(|o| self.skipping(o).is_none())
+        let length = schedule.occurrence_length();
+        let mut by = t;
+        // An occurrence skipped by `e` started after `e.start - length` (it overlaps `e`),
+        // and none that started by then overlaps `e`: each round passes one exclusion for
+        // good, so there are at most as many rounds as exclusions, plus one.
+        for _ in 0..=self.0.len() {
+            let o = schedule.in_force_started_by(t, by)?;
+            match self.skipping(&o) {
+                None => return Some(o),
+                Some(e) => by = e.start.checked_sub(length).ok()?,
+            }
+        }
+        None
     }
 
     /// The next `n` occurrences after `t` that are not skipped.

@@ -161,6 +161,98 @@ fn an_occurrence_overlapping_an_exclusion_does_not_happen() {
             "2026-03-29T01:30:00Z",
             None,
         ),
+        // Occurrences that overlap each other (a 36 h window every night): an instant is in
+        // force while any occurrence containing it is not skipped.
+        (
+            "overlapping: the earlier occurrence still holds while the later, skipped one runs",
+            window(
+                "0 22 * * *",
+                "36h",
+                "UTC",
+                &[("2026-12-25T12:00:00Z", "2026-12-25T13:00:00Z", "later only")],
+            ),
+            "2026-12-24T23:00:00Z",
+            Some(("2026-12-23T22:00:00Z", "2026-12-25T10:00:00Z")),
+        ),
+        (
+            "overlapping: once the earlier one ends, only the skipped one is left",
+            window(
+                "0 22 * * *",
+                "36h",
+                "UTC",
+                &[("2026-12-25T12:00:00Z", "2026-12-25T13:00:00Z", "later only")],
+            ),
+            "2026-12-25T11:00:00Z",
+            None,
+        ),
+        (
+            "overlapping: the next one, not skipped, holds while the skipped one runs on",
+            window(
+                "0 22 * * *",
+                "36h",
+                "UTC",
+                &[("2026-12-25T12:00:00Z", "2026-12-25T13:00:00Z", "later only")],
+            ),
+            "2026-12-26T09:00:00Z",
+            Some(("2026-12-25T22:00:00Z", "2026-12-27T10:00:00Z")),
+        ),
+        (
+            "overlapping: the earlier one skipped, the later one in force",
+            window(
+                "0 22 * * *",
+                "36h",
+                "UTC",
+                &[(
+                    "2026-12-24T11:00:00Z",
+                    "2026-12-24T12:00:00Z",
+                    "earlier only",
+                )],
+            ),
+            "2026-12-24T23:00:00Z",
+            Some(("2026-12-24T22:00:00Z", "2026-12-26T10:00:00Z")),
+        ),
+        (
+            "overlapping: every occurrence containing the instant skipped",
+            window(
+                "0 22 * * *",
+                "36h",
+                "UTC",
+                &[("2026-12-24", "2026-12-24", "both")],
+            ),
+            "2026-12-24T23:00:00Z",
+            None,
+        ),
+        (
+            "overlapping, none skipped: the latest start is the one in force",
+            window("0 22 * * *", "36h", "UTC", &[]),
+            "2026-12-24T23:00:00Z",
+            Some(("2026-12-24T22:00:00Z", "2026-12-26T10:00:00Z")),
+        ),
+        (
+            "hourly for 3 h: the two later ones skipped, the 10:00 one holds",
+            window(
+                "0 * * * *",
+                "3h",
+                "UTC",
+                &[("2026-12-24T13:30:00Z", "2026-12-24T13:40:00Z", "x")],
+            ),
+            "2026-12-24T12:30:00Z",
+            Some(("2026-12-24T10:00:00Z", "2026-12-24T13:00:00Z")),
+        ),
+        (
+            "hourly for 3 h: two exclusions skip all three",
+            window(
+                "0 * * * *",
+                "3h",
+                "UTC",
+                &[
+                    ("2026-12-24T13:30:00Z", "2026-12-24T13:40:00Z", "x"),
+                    ("2026-12-24T12:50:00Z", "2026-12-24T12:55:00Z", "y"),
+                ],
+            ),
+            "2026-12-24T12:30:00Z",
+            None,
+        ),
     ];
     for (what, spec, at, expected) in cases {
         let schedule = spec.schedule().unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -400,4 +492,49 @@ fn the_crd_schema_caps_what_validation_caps() {
         exclusions["items"]["properties"]["reason"]["maxLength"],
         json!(exclusion::MAX_REASON_CHARS)
     );
+}
+
+/// (what, exclusions, at, the next instant the occurrence in force may change)
+type ChangeCase = (
+    &'static str,
+    &'static [(&'static str, &'static str, &'static str)],
+    &'static str,
+    &'static str,
+);
+
+#[test]
+fn overlapping_occurrences_hand_over_at_the_next_start() {
+    let cases: Vec<ChangeCase> = vec![
+        (
+            "none skipped: the next night's start, before this occurrence's end",
+            &[],
+            "2026-12-24T23:00:00Z",
+            "2026-12-25T22:00:00Z",
+        ),
+        (
+            "the later one skipped: the earlier one's end, while the skipped one runs on",
+            &[("2026-12-25T12:00:00Z", "2026-12-25T13:00:00Z", "later only")],
+            "2026-12-24T23:00:00Z",
+            "2026-12-25T10:00:00Z",
+        ),
+        (
+            "nothing in force: the next start that is not skipped",
+            &[("2026-12-25T12:00:00Z", "2026-12-25T13:00:00Z", "later only")],
+            "2026-12-25T11:00:00Z",
+            "2026-12-25T22:00:00Z",
+        ),
+    ];
+    for (what, exclusions, at, expected) in cases {
+        let exclusions: Vec<_> = exclusions
+            .iter()
+            .map(|(start, end, reason)| json!({"start": start, "end": end, "reason": reason}))
+            .collect();
+        let w: crate::MaintenanceWindow = serde_json::from_value(json!({
+            "metadata": {"name": "nightly"},
+            "spec": {"schedule": "0 22 * * *", "duration": "36h", "exclusions": exclusions},
+        }))
+        .expect("window literal");
+        let compiled = crate::window::CompiledWindow::compile(&w).expect("valid window");
+        assert_eq!(compiled.next_change(ts(at)), Some(ts(expected)), "{what}");
+    }
 }

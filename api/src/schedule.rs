@@ -115,26 +115,26 @@ impl Recurring {
             .filter_map(move |(h, m)| self.start_of(date.at(h, m, 0, 0)))
     }
 
-    fn active_at(&self, t: Timestamp) -> Option<Occurrence> {
-        // The occurrence in force, if any, is the one that started last at or before t
-        // (all have the same duration). Start a day past today's wall date: just after the
-        // clock went back, later wall times than now's have already happened.
-        let today = t.to_zoned(self.zone.clone()).date();
-        let oldest = t
-            .checked_sub(self.duration)
-            .ok()?
-            .to_zoned(self.zone.clone())
-            .date()
-            .yesterday()
-            .ok()?;
-        let mut date = today.tomorrow().ok()?;
+    /// The latest start in `(after, until]`. Starts walk backwards from a day past
+    /// `until`'s wall date: just after the clock went back, later wall times than `until`'s
+    /// have already happened.
+    fn latest_start(&self, after: Timestamp, until: Timestamp) -> Option<Timestamp> {
+        let oldest = after.to_zoned(self.zone.clone()).date().yesterday().ok()?;
+        let mut date = until.to_zoned(self.zone.clone()).date().tomorrow().ok()?;
         while date >= oldest {
-            if let Some(start) = self.starts_on(date).rev().find(|start| *start <= t) {
-                return self.occurrence(start).filter(|o| o.contains(t));
+            if let Some(start) = self.starts_on(date).rev().find(|start| *start <= until) {
+                return (start > after).then_some(start);
             }
             date = date.yesterday().ok()?;
         }
         None
+    }
+
+    fn in_force_started_by(&self, t: Timestamp, by: Timestamp) -> Option<Occurrence> {
+        // All occurrences last as long, so those containing t started in (t - duration, t].
+        let after = t.checked_sub(self.duration).ok()?;
+        let start = self.latest_start(after, by.min(t))?;
+        self.occurrence(start).filter(|o| o.contains(t))
     }
 
     fn next_after(&self, t: Timestamp, n: usize) -> Vec<Occurrence> {
@@ -166,10 +166,19 @@ impl Recurring {
 
 impl Schedule {
     /// The occurrence in force at `t`, if any.
+    /// The occurrence in force at `t`, if any. Occurrences overlap when they last longer
+    /// than the gap between starts; then it is the one that started last.
     pub fn active_at(&self, t: Timestamp) -> Option<Occurrence> {
+        self.in_force_started_by(t, t)
+    }
+
+    /// Of the occurrences containing `t`, the one that started last at or before `by`:
+    /// walks back through overlapping occurrences (`crate::exclusion` looks past skipped
+    /// ones this way).
+    pub fn in_force_started_by(&self, t: Timestamp, by: Timestamp) -> Option<Occurrence> {
         match self {
-            Self::OneOff(o) => Some(*o).filter(|o| o.contains(t)),
-            Self::Recurring(r) => r.active_at(t),
+            Self::OneOff(o) => Some(*o).filter(|o| o.contains(t) && o.start <= by),
+            Self::Recurring(r) => r.in_force_started_by(t, by),
         }
     }
 

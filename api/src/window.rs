@@ -126,11 +126,13 @@ impl CompiledWindow {
     }
 
     /// The next instant at which `active_at` may change its answer: the end of the
-    /// occurrence in force, or the start of the next one that happens.
+    /// occurrence in force, or the start of the next one that happens, whichever is first
+    /// (occurrences longer than the gap between starts hand over before they end).
     pub fn next_change(&self, t: Timestamp) -> Option<Timestamp> {
+        let next_start = self.next_after(t, 1).first().map(|o| o.start);
         match self.exclusions.active_at(&self.schedule, t) {
-            Some(o) => Some(o.end),
-            None => self.next_after(t, 1).first().map(|o| o.start),
+            Some(o) => Some(next_start.map_or(o.end, |s| s.min(o.end))),
+            None => next_start,
         }
     }
 

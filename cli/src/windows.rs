@@ -281,15 +281,24 @@ pub fn occurrences(
         .collect();
     // Skipped occurrences are listed too, marked, so a holiday is seen to be honoured;
     // `count` counts the ones that happen.
-    let current = schedule.active_at(at).map(|o| Upcoming {
-        skipped_by: compiled
-            .active_at(at)
-            .is_none()
-            .then(|| skip_reason(&compiled, at))
-            .flatten(),
-        occurrence: o,
-    });
-    let in_force = current.as_ref().map(|u| u.occurrence);
+    // Where occurrences overlap, the one in force may be an earlier one than the latest
+    // started, which is then listed after it, skipped.
+    let happening = compiled.active_at(at);
+    let latest = schedule.active_at(at);
+    let mut current: Vec<Upcoming> = happening
+        .map(|o| Upcoming {
+            occurrence: o,
+            skipped_by: None,
+        })
+        .into_iter()
+        .collect();
+    if let Some(o) = latest.filter(|o| Some(*o) != happening) {
+        current.push(Upcoming {
+            occurrence: o,
+            skipped_by: skip_reason(&compiled, at),
+        });
+    }
+    let in_force = happening.or(latest);
     let upcoming = compiled.upcoming(at, count);
     Ok(current
         .into_iter()

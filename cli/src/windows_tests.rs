@@ -206,6 +206,30 @@ fn next_lists_skipped_occurrences_with_their_reason_and_status_shows_the_mode() 
 }
 
 #[test]
+fn next_shows_the_overlapping_occurrence_in_force_beside_the_skipped_one() {
+    let w = window(
+        json!({"schedule": "0 22 * * *", "duration": "36h",
+               "exclusions": [{"start": "2026-12-25T12:00:00Z", "end": "2026-12-25T13:00:00Z",
+                               "reason": "later only"}]}),
+        json!({}),
+    );
+    let rows = occurrences(&w, ts("2026-12-24T23:00:00Z"), 1).expect("valid");
+    let got: Vec<(String, bool, bool)> = rows
+        .iter()
+        .map(|r| (r.start.clone(), r.in_force, r.skipped))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("2026-12-23T22:00:00Z".into(), true, false),
+            ("2026-12-24T22:00:00Z".into(), false, true),
+            ("2026-12-25T22:00:00Z".into(), false, false),
+        ]
+    );
+    assert_eq!(rows[1].cells()[3], "skipped: later only");
+}
+
+#[test]
 fn status_says_which_gate_holds_the_drain_and_since_when() {
     let now = ts("2026-12-01T22:30:00Z");
     let spec = json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z",

@@ -10,6 +10,7 @@ mod components;
 #[path = "../../bench/cpu_tally.rs"]
 pub mod cpu_tally;
 mod disposal_agent;
+mod docs;
 mod local_nodes;
 mod namespace;
 pub mod prober;
@@ -35,6 +36,7 @@ pub use components::{
     wait_window_enforced_for,
 };
 pub use disposal_agent::{RECEIPTS_ROLE, bind_the_stand_in, receipts_agent};
+pub use docs::{documented_block, run_documented};
 pub use local_nodes::{SECOND_NODE, StoppedNode, lifeguard_cluster, wait_settled};
 pub use namespace::{
     E2E_NAMESPACE_LABEL, NAMESPACE_LABEL, create_usable_namespace, unique_name, with_namespace,

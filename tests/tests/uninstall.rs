@@ -3,71 +3,19 @@
 //! `./local-up` installs lifeguard again for whatever runs next. Disruptive: `test-all`
 //! runs it alone with the other #[ignore]d tests.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
-use anyhow::{Context as _, bail, ensure};
+use anyhow::ensure;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::api::{Api, ListParams, PostParams};
 use kube::{Client, ResourceExt};
 use lifeguard_api::Workspace;
 use lifeguard_api::names::{NODE_CONDITION, NODE_TAINT_KEY, POD_FINALIZER, WORKSPACE_FINALIZER};
 use lifeguard_e2e::{
-    apply_crds, client, poll_until, repo, repo_script, unique_name, wait_settled,
-    without_cargo_variables, workspace,
+    apply_crds, client, documented_block, poll_until, repo_script, run_documented, unique_name,
+    wait_settled, workspace,
 };
 use serde_json::json;
-
-/// The ```sh block under "### Uninstall" in docs/operations.md.
-fn documented_uninstall() -> anyhow::Result<String> {
-    let doc = std::fs::read_to_string(repo().join("docs/operations.md"))?;
-    let section = doc
-        .split("### Uninstall")
-        .nth(1)
-        .context("docs/operations.md has no Uninstall section")?;
-    let block = section
-        .split("```sh\n")
-        .nth(1)
-        .and_then(|b| b.split("```").next())
-        .context("the Uninstall section has no sh block")?;
-    Ok(block.to_string())
-}
-
-/// A directory whose `lifeguard` is the CLI built with this test crate.
-fn cli_on_path() -> anyhow::Result<PathBuf> {
-    let dir = std::env::temp_dir().join(unique_name("lifeguard-cli"));
-    std::fs::create_dir_all(&dir)?;
-    let link = dir.join("lifeguard");
-    if !link.exists() {
-        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_lifeguard-cli"), &link)?;
-    }
-    Ok(dir)
-}
-
-fn run_script(script: &str, env: &[(&str, &str)], path_first: &Path) -> anyhow::Result<()> {
-    let path = format!(
-        "{}:{}",
-        path_first.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let out = without_cargo_variables(&mut Command::new("bash"))
-        .args(["-euo", "pipefail", "-c", script])
-        .current_dir(repo())
-        .env("PATH", path)
-        .envs(env.iter().copied())
-        .output()
-        .context("running bash")?;
-    if !out.status.success() {
-        bail!(
-            "the documented uninstall failed ({}):\n{}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    Ok(())
-}
 
 async fn a_running_workspace(client: &Client, ns: &str) -> anyhow::Result<()> {
     let namespaces: Api<Namespace> = Api::all(client.clone());
@@ -119,10 +67,10 @@ async fn the_documented_uninstall_leaves_nothing_stuck_and_local_up_reinstalls()
     ensure!(conditioned, "before: the prober reports on its node");
 
     let kustomization = "/var/lib/lifeguard-cluster/install";
-    let uninstalled = run_script(
-        &documented_uninstall()?,
+    let uninstalled = run_documented(
+        &documented_block("### Uninstall")?,
         &[("KUSTOMIZATION", kustomization)],
-        &cli_on_path()?,
+        env!("CARGO_BIN_EXE_lifeguard-cli"),
     );
 
     // What is left, before anything is reinstalled.

@@ -49,6 +49,7 @@ STOPPING = workspace_pod(deletionTimestamp="2026-12-01T22:00:00Z")
 PLAIN = changed(POD, lambda p: p["metadata"].pop("labels"))
 NODE = {"metadata": {"name": "node-2", "labels": {}}, "status": {}}
 
+
 # (policy, what, user, old object, new object, allowed)
 CASES = [
     ("lifeguard-disposal-agent-own-node", "the answer on a workspace pod of its node",
@@ -112,11 +113,11 @@ def evaluate(env, expression, activation):
     return env.program(env.compile(expression)).evaluate(activation)
 
 
-def admits(policy, request_user, old, new):
+def admits(policy, request_user, old, new, operation="UPDATE"):
     """None when the policy does not apply; else (allowed, message of the first failure)."""
     env = celpy.Environment()
     activation = {
-        "request": celpy.json_to_cel({"userInfo": request_user, "operation": "UPDATE"}),
+        "request": celpy.json_to_cel({"userInfo": request_user, "operation": operation}),
         "object": celpy.json_to_cel(new),
         "oldObject": celpy.json_to_cel(old),
     }
@@ -126,7 +127,9 @@ def admits(policy, request_user, old, new):
             return None
     variables = {}
     for variable in spec.get("variables", []):
-        activation["variables"] = celpy.json_to_cel(variables)
+        activation["variables"] = celpy.celtypes.MapType(
+            {celpy.celtypes.StringType(k): v for k, v in variables.items()}
+        )
         variables[variable["name"]] = evaluate(env, variable["expression"], activation)
     activation["variables"] = celpy.celtypes.MapType(
         {celpy.celtypes.StringType(k): v for k, v in variables.items()}
@@ -137,13 +140,68 @@ def admits(policy, request_user, old, new):
     return True, ""
 
 
+NAME_LABEL = "kubernetes.io/metadata.name"
+# (namespace, a Workspace may be created there)
+NAMESPACE_CASES = [
+    ("kube-system", False),
+    ("lifeguard-system", False),
+    ("lifeguard-probes", False),
+    ("default", True),
+    ("team-a", True),
+]
+
+
+def names(selector, operator):
+    return sorted(
+        value
+        for e in (selector or {}).get("matchExpressions", [])
+        if e["key"] == NAME_LABEL and e["operator"] == operator
+        for value in e["values"]
+    )
+
+
+def check_exempt_namespaces(docs, policies):
+    """lifeguard-exempt-namespaces refuses Workspaces in exactly the namespaces every
+    webhook leaves out, and only there. Returns (passed, failed)."""
+    passed = failed = 0
+    policy = policies.get("lifeguard-exempt-namespaces")
+    if policy is None:
+        sys.exit("policy lifeguard-exempt-namespaces is not in the rendered manifests")
+    refused = names(policy["spec"]["matchConstraints"].get("namespaceSelector"), "In")
+    for doc in docs:
+        if doc.get("kind") not in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+            continue
+        for webhook in doc.get("webhooks", []):
+            exempt = names(webhook.get("namespaceSelector"), "NotIn")
+            if exempt == refused:
+                passed += 1
+            else:
+                failed += 1
+                print(f"FAILED: webhook {webhook['name']} exempts {exempt}, but "
+                      f"lifeguard-exempt-namespaces refuses Workspaces in {refused}")
+    workspace = {"apiVersion": "lifeguard.dev/v1alpha1", "kind": "Workspace",
+                 "metadata": {"name": "alice"}, "spec": {"podTemplate": {}}}
+    for namespace, allowed in NAMESPACE_CASES:
+        selected = namespace in refused
+        outcome = admits(policy, TENANT, None, workspace, "CREATE") if selected else None
+        got = True if outcome is None else outcome[0]
+        if got == allowed:
+            passed += 1
+        else:
+            failed += 1
+            print(f"FAILED: lifeguard-exempt-namespaces: a Workspace in {namespace}: "
+                  f"{'allowed' if got else 'denied'}, expected {'allowed' if allowed else 'denied'}")
+    return passed, failed
+
+
 def main():
+    docs = [doc for doc in yaml.safe_load_all(sys.stdin) if doc]
     policies = {
         doc["metadata"]["name"]: doc
-        for doc in yaml.safe_load_all(sys.stdin)
-        if doc and doc.get("kind") == "ValidatingAdmissionPolicy"
+        for doc in docs
+        if doc.get("kind") == "ValidatingAdmissionPolicy"
     }
-    passed = failed = 0
+    passed, failed = check_exempt_namespaces(docs, policies)
     for name, what, request_user, old, new, allowed in CASES:
         if name not in policies:
             sys.exit(f"policy {name} is not in the rendered manifests")

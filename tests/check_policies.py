@@ -49,6 +49,39 @@ STOPPING = workspace_pod(deletionTimestamp="2026-12-01T22:00:00Z")
 PLAIN = changed(POD, lambda p: p["metadata"].pop("labels"))
 NODE = {"metadata": {"name": "node-2", "labels": {}}, "status": {}}
 
+PROBER_ON_2 = user(AGENT, "node-2")
+READY = {"type": "Ready", "status": "True", "reason": "KubeletReady"}
+FULL_NODE = {
+    "metadata": {"name": "node-2", "labels": {"kubernetes.io/hostname": "node-2", "pool": "a"}},
+    "spec": {"podCIDR": "10.0.2.0/24", "taints": [{"key": "dedicated", "value": "ci", "effect": "NoSchedule"}]},
+    "status": {
+        "capacity": {"cpu": "4", "memory": "8Gi"},
+        "allocatable": {"cpu": "4", "memory": "8Gi"},
+        "conditions": [READY, {"type": "LifeguardProbesHealthy", "status": "True", "reason": "ChecksPass"}],
+    },
+}
+
+
+def with_condition(node, kind, status):
+    def edit(n):
+        for c in n["status"]["conditions"]:
+            if c["type"] == kind:
+                c["status"] = status
+    return changed(node, edit)
+
+
+TAINTED = changed(FULL_NODE, lambda n: (
+    n["metadata"]["labels"].update({"lifeguard.dev/unhealthy": "probes-failing"}),
+    n["spec"]["taints"].append({"key": "lifeguard.dev/unhealthy", "value": "probes-failing", "effect": "NoSchedule"})))
+UNPROVEN = changed(FULL_NODE, lambda n: (
+    n["metadata"]["labels"].update({"lifeguard.dev/unproven": "true"}),
+    n["spec"]["taints"].insert(0, {"key": "lifeguard.dev/unproven", "value": "true", "effect": "NoSchedule"})))
+CORDONED = changed(FULL_NODE, lambda n: (
+    n["spec"].update({"unschedulable": True}),
+    n["spec"]["taints"].append({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"})))
+DRAINED = changed(FULL_NODE, lambda n: (
+    n["metadata"]["labels"].update({"lifeguard.dev/drained": "true"}),
+    n["metadata"].update({"annotations": {"lifeguard.dev/maintenance-window": "pool-a"}})))
 
 # (policy, what, user, old object, new object, allowed)
 CASES = [
@@ -106,7 +139,73 @@ CASES = [
      user(AGENT, "node-1"), NODE, changed(NODE, lambda n: n["metadata"]["labels"].update({"x": "y"})), False),
     ("lifeguard-prober-own-node", "someone else: not matched",
      user(CONTROLLER), NODE, changed(NODE, lambda n: n["metadata"]["labels"].update({"x": "y"})), True),
-]
+] + [("lifeguard-node-writes",) + row for row in [
+    # The prober's own writes (prober/src/node.rs).
+    ("the prober taints its node, with the mirror label",
+     PROBER_ON_2, FULL_NODE, TAINTED, True),
+    ("the prober removes its taint and label",
+     PROBER_ON_2, TAINTED, FULL_NODE, True),
+    ("the prober releases an unproven node (taint and label)",
+     PROBER_ON_2, UNPROVEN, FULL_NODE, True),
+    ("the prober writes its condition",
+     PROBER_ON_2, FULL_NODE, with_condition(FULL_NODE, "LifeguardProbesHealthy", "False"), True),
+    ("the prober adds its condition to a node without one",
+     PROBER_ON_2, changed(FULL_NODE, lambda n: n["status"].update({"conditions": [READY]})),
+     FULL_NODE, True),
+    # What its token could do before, and may not.
+    ("the prober uncordons a node",
+     PROBER_ON_2, CORDONED, FULL_NODE, False),
+    ("the prober cordons a node",
+     PROBER_ON_2, FULL_NODE, CORDONED, False),
+    ("the prober removes another's taint",
+     PROBER_ON_2, FULL_NODE, changed(FULL_NODE, lambda n: n["spec"].update({"taints": []})), False),
+    ("the prober adds another's taint",
+     PROBER_ON_2, FULL_NODE, changed(FULL_NODE, lambda n: n["spec"]["taints"].append(
+         {"key": "gpu", "effect": "NoSchedule"})), False),
+    ("the prober sets a node-restriction.kubernetes.io label",
+     PROBER_ON_2, FULL_NODE, changed(FULL_NODE, lambda n: n["metadata"]["labels"].update(
+         {"node-restriction.kubernetes.io/pool": "gpu"})), False),
+    ("the prober removes another's label",
+     PROBER_ON_2, FULL_NODE, changed(FULL_NODE, lambda n: n["metadata"]["labels"].pop("pool")), False),
+    ("the prober sets the controller's drained label",
+     PROBER_ON_2, FULL_NODE, DRAINED, False),
+    ("the prober adds an annotation",
+     PROBER_ON_2, FULL_NODE, changed(FULL_NODE, lambda n: n["metadata"].update(
+         {"annotations": {"x": "y"}})), False),
+    ("the prober adds a finalizer",
+     PROBER_ON_2, FULL_NODE, changed(FULL_NODE, lambda n: n["metadata"].update(
+         {"finalizers": ["x/hold"]})), False),
+    ("the prober changes the kubelet's Ready condition",
+     PROBER_ON_2, FULL_NODE, with_condition(FULL_NODE, "Ready", "False"), False),
+    ("the prober advertises capacity",
+     PROBER_ON_2, FULL_NODE, changed(FULL_NODE, lambda n: n["status"]["capacity"].update(
+         {"example.com/gpu": "8"})), False),
+    ("the prober sets the pod CIDR",
+     PROBER_ON_2, FULL_NODE, changed(FULL_NODE, lambda n: n["spec"].update(
+         {"podCIDR": "10.9.0.0/24"})), False),
+    # The controller's own writes (controller/src/window/node_signal.rs).
+    ("the controller marks a node drained, naming the window",
+     user(CONTROLLER), FULL_NODE, DRAINED, True),
+    ("the controller clears the mark",
+     user(CONTROLLER), DRAINED, FULL_NODE, True),
+    ("the controller uncordons a node",
+     user(CONTROLLER), CORDONED, FULL_NODE, False),
+    ("the controller removes a taint",
+     user(CONTROLLER), FULL_NODE, changed(FULL_NODE, lambda n: n["spec"].update({"taints": []})), False),
+    ("the controller removes the prober's taint",
+     user(CONTROLLER), TAINTED, changed(TAINTED, lambda n: n["spec"].update(
+         {"taints": FULL_NODE["spec"]["taints"]})), False),
+    ("the controller sets another's label",
+     user(CONTROLLER), FULL_NODE, changed(FULL_NODE, lambda n: n["metadata"]["labels"].update(
+         {"node-restriction.kubernetes.io/pool": "gpu"})), False),
+    ("the controller writes a condition",
+     user(CONTROLLER), FULL_NODE, with_condition(FULL_NODE, "LifeguardProbesHealthy", "False"), False),
+    # Everyone else: not matched.
+    ("the kubelet: not matched",
+     user("system:node:node-2"), FULL_NODE, with_condition(FULL_NODE, "Ready", "False"), True),
+    ("an administrator uncordons: not matched",
+     ADMIN, CORDONED, FULL_NODE, True),
+]]
 
 
 def evaluate(env, expression, activation):

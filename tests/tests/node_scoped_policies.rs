@@ -4,6 +4,11 @@
 //! of node 1 being stopped and patch node 1, and nothing else: another node's pod or Node,
 //! or another field of its own node's pod, is refused by the policy's message. Every write
 //! is a dry run, so nothing changes and no other test is disturbed.
+//!
+//! The policy lifeguard-node-writes (manifests/prober/node-writes-policy.yaml) keeps the
+//! prober's and the controller's Node writes to lifeguard's own label, annotation, taint
+//! and condition: with their own tokens, a cordon or uncordon, another's taint or label, or
+//! the kubelet's condition is refused, and their own writes are admitted.
 
 use std::process::Command;
 
@@ -12,9 +17,14 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::rbac::v1::RoleBinding;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
-use lifeguard_api::names::{DISPOSAL_RESULT_ANNOTATION, WORKSPACE_LABEL};
+use lifeguard_api::names::{
+    DISPOSAL_RESULT_ANNOTATION, NODE_CONDITION, NODE_DRAINED_LABEL, NODE_TAINT_KEY,
+    NODE_WINDOW_ANNOTATION, WORKSPACE_LABEL,
+};
 use lifeguard_e2e::prober::PROBED_NODE;
-use lifeguard_e2e::{BUSYBOX_IMAGE, LIFEGUARD_NAMESPACE, SECOND_NODE, with_namespace};
+use lifeguard_e2e::{
+    BUSYBOX_IMAGE, LIFEGUARD_NAMESPACE, SECOND_NODE, client, unique_name, with_namespace,
+};
 use serde_json::json;
 
 const PROBER: &str = "lifeguard-prober";
@@ -42,22 +52,32 @@ async fn prober_pod(client: &Client, node: &str) -> anyhow::Result<Pod> {
 /// projects it into that pod (the API server then puts the pod's node into the request's
 /// user info, which the policies compare).
 async fn as_prober_on(pod: &Pod) -> anyhow::Result<Client> {
+    as_service_account(PROBER, Some(pod)).await
+}
+
+/// A client holding a token of lifeguard's ServiceAccount `account`, bound to `pod` if given.
+async fn as_service_account(account: &str, pod: Option<&Pod>) -> anyhow::Result<Client> {
+    let bound = pod
+        .map(|p| {
+            vec![
+                "--bound-object-kind".to_string(),
+                "Pod".to_string(),
+                "--bound-object-name".to_string(),
+                p.name_any(),
+            ]
+        })
+        .unwrap_or_default();
     let out = Command::new("kubectl")
         .args([
             "-n",
             LIFEGUARD_NAMESPACE,
             "create",
             "token",
-            PROBER,
+            account,
             "--duration",
             "10m",
         ])
-        .args([
-            "--bound-object-kind",
-            "Pod",
-            "--bound-object-name",
-            &pod.name_any(),
-        ])
+        .args(bound)
         .output()
         .context("running kubectl create token")?;
     ensure!(
@@ -168,7 +188,8 @@ async fn ask_as_the_prober(client: &Client, ns: &str) -> anyhow::Result<()> {
 
     let nodes: Api<Node> = Api::all(prober);
     let node_policy = "lifeguard-prober-own-node";
-    let mark = Patch::Merge(json!({"metadata": {"labels": {"lifeguard.dev/e2e-mark": "x"}}}));
+    // Its own label (lifeguard-node-writes refuses any other).
+    let mark = Patch::Merge(json!({"metadata": {"labels": {NODE_TAINT_KEY: "probes-failing"}}}));
     let own = refused_by(
         nodes.patch(PROBED_NODE, &dry_run(), &mark).await,
         node_policy,
@@ -187,4 +208,135 @@ async fn ask_as_the_prober(client: &Client, ns: &str) -> anyhow::Result<()> {
         "{other}"
     );
     Ok(())
+}
+
+const NODE_WRITES: &str = "lifeguard-node-writes";
+
+/// Ok when the dry run was admitted; else the refusal must be lifeguard-node-writes' and
+/// contain `says`.
+fn expect(
+    outcome: Result<Node, kube::Error>,
+    admitted: bool,
+    says: &str,
+    what: &str,
+) -> anyhow::Result<()> {
+    match refused_by(outcome, NODE_WRITES).with_context(|| what.to_string())? {
+        None if admitted => Ok(()),
+        None => bail!("{what}: admitted"),
+        Some(message) if admitted => bail!("{what}: refused: {message}"),
+        Some(message) => {
+            ensure!(message.contains(says), "{what}: {message}");
+            Ok(())
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_api_server_keeps_lifeguards_node_writes_to_its_own_keys() -> anyhow::Result<()> {
+    let client = client().await?;
+    let admin_nodes: Api<Node> = Api::all(client.clone());
+
+    // The prober, with its pod-bound token, on its own node.
+    let prober = Api::<Node>::all(as_prober_on(&prober_pod(&client, PROBED_NODE).await?).await?);
+    let node = admin_nodes.get(PROBED_NODE).await?;
+    let taints: Vec<serde_json::Value> = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .map(|t| t.iter().map(serde_json::to_value).collect())
+        .transpose()?
+        .unwrap_or_default();
+    let with = |extra: serde_json::Value| {
+        let mut all = taints.clone();
+        all.push(extra);
+        all
+    };
+    let ours = json!({"key": NODE_TAINT_KEY, "value": "probes-failing", "effect": "NoSchedule"});
+    let unhealthy = Patch::Merge(json!({
+        "metadata": {"labels": {NODE_TAINT_KEY: "probes-failing"}},
+        "spec": {"taints": with(ours)},
+    }));
+    let spec = "may not cordon or uncordon a Node";
+    expect(
+        prober.patch(PROBED_NODE, &dry_run(), &unhealthy).await,
+        true,
+        "",
+        "the prober's own taint and label",
+    )?;
+    let condition = Patch::Strategic(json!({"status": {"conditions": [{
+        "type": NODE_CONDITION, "status": "False", "reason": "E2E", "message": "dry run",
+        "lastHeartbeatTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }]}}));
+    expect(
+        prober
+            .patch_status(PROBED_NODE, &dry_run(), &condition)
+            .await,
+        true,
+        "",
+        "the prober's own condition",
+    )?;
+    let cordon = Patch::Merge(json!({"spec": {"unschedulable": true}}));
+    expect(
+        prober.patch(PROBED_NODE, &dry_run(), &cordon).await,
+        false,
+        spec,
+        "the prober cordons its node",
+    )?;
+    let foreign = Patch::Merge(
+        json!({"spec": {"taints": with(json!({"key": "e2e.example.com/gpu", "effect": "NoSchedule"}))}}),
+    );
+    expect(
+        prober.patch(PROBED_NODE, &dry_run(), &foreign).await,
+        false,
+        spec,
+        "the prober adds another's taint",
+    )?;
+    let restricted = Patch::Merge(
+        json!({"metadata": {"labels": {"node-restriction.kubernetes.io/pool": "gpu"}}}),
+    );
+    expect(
+        prober.patch(PROBED_NODE, &dry_run(), &restricted).await,
+        false,
+        "only its own Node labels",
+        "the prober sets a node-restriction label",
+    )?;
+    let ready = Patch::Strategic(
+        json!({"status": {"conditions": [{"type": "Ready", "status": "False", "reason": "E2E", "message": "dry run"}]}}),
+    );
+    expect(
+        prober.patch_status(PROBED_NODE, &dry_run(), &ready).await,
+        false,
+        "only its own Node condition",
+        "the prober changes the kubelet's Ready condition",
+    )?;
+
+    // The controller, on a Node of no kubelet that someone else cordoned, tainted and
+    // labelled (a real node cannot be cordoned here without disturbing other tests).
+    let phantom = unique_name("e2e-phantom");
+    let node: Node = serde_json::from_value(json!({
+        "metadata": {"name": phantom, "labels": {"e2e.example.com/pool": "a"}},
+        "spec": {"unschedulable": true,
+                 "taints": [{"key": "e2e.example.com/dedicated", "value": "ci", "effect": "NoSchedule"}]},
+    }))?;
+    admin_nodes.create(&PostParams::default(), &node).await?;
+    let outcome = async {
+        let controller = Api::<Node>::all(as_service_account("lifeguard-controller", None).await?);
+        let mark = Patch::Merge(json!({"metadata": {
+            "labels": {NODE_DRAINED_LABEL: "false"},
+            "annotations": {NODE_WINDOW_ANNOTATION: "e2e"},
+        }}));
+        expect(controller.patch(&phantom, &dry_run(), &mark).await, true, "", "the controller's drained mark")?;
+        let uncordon = Patch::Merge(json!({"spec": {"unschedulable": null}}));
+        expect(controller.patch(&phantom, &dry_run(), &uncordon).await, false, spec, "the controller uncordons")?;
+        let untaint = Patch::Merge(json!({"spec": {"taints": []}}));
+        expect(controller.patch(&phantom, &dry_run(), &untaint).await, false, spec, "the controller removes another's taint")?;
+        let relabel = Patch::Merge(json!({"metadata": {"labels": {"e2e.example.com/pool": null, "node-restriction.kubernetes.io/pool": "gpu"}}}));
+        expect(controller.patch(&phantom, &dry_run(), &relabel).await, false, "only its own Node labels", "the controller changes another's labels")?;
+        Ok(())
+    }
+    .await;
+    admin_nodes
+        .delete(&phantom, &DeleteParams::default())
+        .await?;
+    outcome
 }

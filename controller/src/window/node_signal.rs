@@ -2,18 +2,25 @@
 //! `lifeguard.dev/drained` label and the window annotation `nodes::node_changes` asks for;
 //! clears what a deleted window left, at once and in the periodic sweep.
 
-use k8s_openapi::api::core::v1::Node;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Error as ControllerError;
 use kube::{Client, ResourceExt};
 use lifeguard_api::MaintenanceWindow;
-use lifeguard_api::names::{NODE_DRAINED_LABEL, NODE_WINDOW_ANNOTATION};
+use lifeguard_api::names::{NODE_DRAINED_LABEL, NODE_WINDOW_ANNOTATION, WORKSPACE_LABEL};
 use lifeguard_runtime::pages::Pages;
 use serde_json::{Value, json};
 
-use super::nodes::{NodeChange, NodeMeta, NodeTally, node_changes, orphaned};
-use crate::Error;
+use super::nodes::{
+    NodeChange, NodeMeta, NodeTally, held_pods, node_changes, orphaned, pending_elsewhere,
+};
+use crate::window_watch::WindowCache;
+use crate::{Context, Error};
 
 /// Nodes per page: a node's metadata is small, but a large fleet has thousands.
 const PAGE: u32 = 500;
@@ -37,6 +44,67 @@ pub async fn list(client: &Client, all: bool) -> Result<Vec<NodeMeta>, kube::Err
         }));
     }
     Ok(nodes)
+}
+
+/// Completes window `window`'s `tally` before its nodes are marked: the nodes where another
+/// window still has workspaces (from the controller's cache of windows, listed while that
+/// has not had its first list), then, on each node that would newly be labelled drained, the
+/// workspace pods lifeguard still holds there (one list of that node's pods, so only while
+/// a node is about to be promised: a node already labelled drained takes no new workspace).
+pub async fn complete_tally(
+    ctx: &Context,
+    window: &str,
+    tally: &mut NodeTally,
+    nodes: &[NodeMeta],
+    now: Timestamp,
+) -> Result<(), Error> {
+    let windows = all_windows(&ctx.client, &ctx.windows).await?;
+    tally.wait_for_other_windows(pending_elsewhere(
+        window,
+        windows.iter().map(Arc::as_ref),
+        nodes,
+        now,
+    ));
+    let to_check: Vec<String> = node_changes(window, Some(tally), nodes)
+        .into_iter()
+        .filter_map(|change| match change {
+            NodeChange::Mark {
+                node,
+                drained: true,
+            } => Some(node),
+            _ => None,
+        })
+        .collect();
+    let pods: Api<Pod> = Api::all(ctx.client.clone());
+    for node in to_check {
+        let params = ListParams::default()
+            .labels(WORKSPACE_LABEL)
+            .fields(&format!("spec.nodeName={node}"));
+        let mut held = 0;
+        let mut pages = Pages::new(params.limit(PAGE));
+        while let Some(page) = pages.next_metadata(&pods).await? {
+            held += held_pods(page.iter().map(|p: &PartialObjectMeta<Pod>| &p.metadata));
+        }
+        tally.count_held(&node, held);
+    }
+    Ok(())
+}
+
+async fn all_windows(
+    client: &Client,
+    cache: &WindowCache,
+) -> Result<Vec<Arc<MaintenanceWindow>>, Error> {
+    if cache.ready.load(Ordering::Acquire) {
+        return Ok(cache.store.state());
+    }
+    let api: Api<MaintenanceWindow> = Api::all(client.clone());
+    Ok(api
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .map(Arc::new)
+        .collect())
 }
 
 fn patch_for(change: &NodeChange, window: &str) -> (String, Value) {

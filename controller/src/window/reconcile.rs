@@ -209,6 +209,11 @@ pub async fn reconcile_window(
         ask_to_resume(&ctx, &mw, &name, resume).await?;
     }
     // A `Warn` or `DryRun` window marks no node (and clears marks left from `Enforce`).
+    if valid.window.enforces()
+        && let Some(tally) = survey.nodes.as_mut()
+    {
+        node_signal::complete_tally(&ctx, &name, tally, &nodes, now).await?;
+    }
     let marked = survey.nodes.as_ref().filter(|_| valid.window.enforces());
     let drained_nodes = node_signal::apply(&ctx.client, &name, marked, &nodes).await?;
     for node in drained_nodes {
@@ -216,7 +221,7 @@ pub async fn reconcile_window(
             &ctx,
             &mw,
             "NodeDrained",
-            format!("no covered workspace is left on node {node}; it is labelled lifeguard.dev/drained=true"),
+            format!("nothing lifeguard holds is left on node {node} for this window or any other that drains it; it is labelled lifeguard.dev/drained=true"),
         )
         .await;
     }

@@ -380,6 +380,12 @@ pub fn validate_workspace(name: &str, spec: &WorkspaceSpec) -> Result<(), Valida
                 );
             }
         }
+        if meta.finalizers.as_ref().is_some_and(|f| !f.is_empty()) {
+            errors.push(
+                "spec.podTemplate.metadata.finalizers",
+                "must not be set: a workspace pod carries only lifeguard's finalizer; another one would keep it Terminating after lifeguard released it, holding its node's drain and the workspace's next start",
+            );
+        }
         // lifeguard's own keys on a pod are controller state the webhook trusts (the
         // re-creation marker, the start number, the workspace label): a template may not
         // forge them. The controller drops them too, for objects stored before this rule.

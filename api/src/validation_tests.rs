@@ -287,6 +287,14 @@ fn workspace_errors() {
             vec!["annotations[lifeguard.dev/start]"],
         ),
         (
+            "a finalizer of the template's own",
+            json!({"metadata": {"name": "a"}, "spec": {"podTemplate": {"metadata": {"finalizers": ["example.com/keep"]}, "spec": {"containers": containers}}}}),
+            vec![
+                "spec.podTemplate.metadata.finalizers",
+                "only lifeguard's finalizer",
+            ],
+        ),
+        (
             "a subdomain of lifeguard.dev",
             json!({"metadata": {"name": "a"}, "spec": {"podTemplate": {"metadata": {"labels": {"x.lifeguard.dev/y": "1"}}, "spec": {"containers": containers}}}}),
             vec!["labels[x.lifeguard.dev/y]"],

@@ -126,6 +126,11 @@ pub struct Config {
     /// may stay Terminating before the controller deletes it without grace.
     #[arg(long, env = "LIFEGUARD_STUCK_TERMINATING_AFTER", default_value = "1m", value_parser = parse_duration)]
     pub stuck_terminating_after: SignedDuration,
+    /// The longest grace period (`terminationGracePeriodSeconds`) a workspace pod gets,
+    /// whatever its template says (at most 1h): how long one stop can hold a drain's
+    /// budget slot before the disposal timeouts even start.
+    #[arg(long, env = "LIFEGUARD_MAX_GRACE_PERIOD", default_value = "5m", value_parser = parse_duration)]
+    pub max_grace_period: SignedDuration,
     #[arg(long, env = "LIFEGUARD_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
     /// Prometheus that drain gates (`spec.holdWhile.prometheus`) ask, http://host:port[/prefix].
@@ -167,6 +172,9 @@ pub struct Config {
     pub notify_cluster: Option<String>,
 }
 
+/// The highest `--max-grace-period`: a stop held longer than an hour is a stuck drain.
+const MAX_GRACE_PERIOD: SignedDuration = SignedDuration::from_hours(1);
+
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {
     #[error("--backoff-max ({max:#}) must not be shorter than --backoff ({base:#})")]
@@ -180,6 +188,8 @@ pub enum ConfigError {
     StartTimeout(SignedDuration),
     #[error("--stuck-terminating-after ({0:#}) must not be negative")]
     StuckTerminatingAfter(SignedDuration),
+    #[error("--max-grace-period ({0:#}) must be between 0s and 1h")]
+    MaxGracePeriod(SignedDuration),
 }
 
 impl Config {
@@ -200,7 +210,11 @@ impl Config {
                 self.stuck_terminating_after,
             ));
         }
+        if self.max_grace_period.is_negative() || self.max_grace_period > MAX_GRACE_PERIOD {
+            return Err(ConfigError::MaxGracePeriod(self.max_grace_period));
+        }
         Ok(Settings {
+            max_grace_period: self.max_grace_period,
             start_timeout: self.start_timeout,
             stuck_terminating_after: self.stuck_terminating_after,
             backoff: self.backoff,
@@ -304,5 +318,16 @@ mod tests {
         let ok = settings(&["--start-timeout=3m", "--stuck-terminating-after=0s"]).expect("ok");
         assert_eq!(ok.start_timeout, SignedDuration::from_mins(3));
         assert_eq!(ok.stuck_terminating_after, SignedDuration::ZERO);
+        assert_eq!(
+            settings(&[]).map(|s| s.max_grace_period),
+            Ok(SignedDuration::from_mins(5))
+        );
+        let err = settings(&["--max-grace-period=2h"]).expect_err("over an hour");
+        assert_eq!(
+            err.to_string(),
+            "--max-grace-period (2h) must be between 0s and 1h"
+        );
+        let ok = settings(&["--max-grace-period=0s"]).expect("zero: stops without grace");
+        assert_eq!(ok.max_grace_period, SignedDuration::ZERO);
     }
 }

@@ -196,7 +196,7 @@ impl Metrics {
             )?,
             stopping_pod_oldest: IntGauge::new(
                 "lifeguard_controller_stopping_pod_oldest_seconds",
-                "How long the longest-stopping workspace pod that still holds the disposal finalizer has been deleting, as of the last sweep (0 for none).",
+                "How long ago the delete of the longest-stopping workspace pod that still holds the disposal finalizer was asked (deletionTimestamp less its grace period), as of the last sweep (0 for none).",
             )?,
             leader: IntGauge::new(
                 "lifeguard_controller_leader",

@@ -22,8 +22,10 @@ use crate::workspace::plan::{Settings, has_finalizer};
 /// What the sweep needs of a stopping pod.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoppingPod {
-    /// The pod's `deletionTimestamp`.
+    /// The pod's `deletionTimestamp`: when its delete was asked plus its grace period.
     pub deleting_since: Timestamp,
+    /// When its delete was asked: `deletionTimestamp` less `deletionGracePeriodSeconds`.
+    pub delete_asked: Timestamp,
     /// The Workspace that controls the pod, if one does.
     pub owner: Option<OwningWorkspace>,
     /// The pod waits for its backup agent: confirmation required, no answer yet.
@@ -53,9 +55,12 @@ impl StoppingPod {
             return None;
         }
         let deleting_since = meta.deletion_timestamp.as_ref()?.0;
+        let grace =
+            jiff::SignedDuration::from_secs(meta.deletion_grace_period_seconds.unwrap_or(0));
         let annotations = meta.annotations.as_ref();
         Some(Self {
             deleting_since,
+            delete_asked: deleting_since.checked_sub(grace).unwrap_or(deleting_since),
             owner: controlling_workspace(meta).map(|r| OwningWorkspace {
                 name: r.name.as_str().into(),
                 uid: r.uid.as_str().into(),
@@ -125,15 +130,16 @@ pub fn worth_a_look(
     release_cause(pod, exists, now, settings).is_some()
 }
 
-/// How long the longest-stopping of `pods` has been deleting (zero for none, or for one
-/// whose deletion is timed after `now`): what `lifeguard_controller_stopping_pod_oldest_seconds`
-/// reports, since a pod the sweep fails to release shows there first.
+/// How long ago the delete of the longest-stopping of `pods` was asked (zero for none):
+/// what `lifeguard_controller_stopping_pod_oldest_seconds` reports, since a pod the sweep
+/// fails to release shows there first. From the request, not from `deletionTimestamp`,
+/// which lies a grace period after it: a long grace period must not hide a stuck pod.
 pub fn oldest_deleting<'a>(
     pods: impl IntoIterator<Item = &'a StoppingPod>,
     now: Timestamp,
 ) -> jiff::SignedDuration {
     pods.into_iter()
-        .map(|pod| now.duration_since(pod.deleting_since))
+        .map(|pod| now.duration_since(pod.delete_asked))
         .max()
         .unwrap_or_default()
         .max(jiff::SignedDuration::ZERO)

@@ -1,5 +1,5 @@
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use serde_json::{Value, json};
 
 use super::*;
@@ -225,26 +225,39 @@ fn the_api_is_asked_only_about_pods_something_can_be_done_for() {
 
 #[test]
 fn the_oldest_deletion_is_the_age_of_the_longest_stopping_pod() {
-    let stopping = |since: &str| StoppingPod {
-        deleting_since: since.parse().expect("time literal"),
-        owner: None,
-        awaits_agent: false,
+    // A pod whose delete was asked at `asked` with a grace period of `grace` seconds, as
+    // the watch reads it (`deletionTimestamp` is the request plus the grace period).
+    let stopping = |asked: &str, grace: i64| {
+        let asked: Timestamp = asked.parse().expect("time literal");
+        let deletion = asked + SignedDuration::from_secs(grace);
+        let meta = ObjectMeta {
+            deletion_timestamp: Some(Time(deletion)),
+            deletion_grace_period_seconds: Some(grace),
+            finalizers: Some(vec![POD_FINALIZER.into()]),
+            ..ObjectMeta::default()
+        };
+        StoppingPod::of(&meta).expect("a stopping pod")
     };
     let cases = [
         ("none", vec![], 0),
-        ("one", vec![stopping("2026-12-01T11:59:00Z")], 60),
+        ("one", vec![stopping("2026-12-01T11:59:00Z", 0)], 60),
         (
             "the oldest of several",
             vec![
-                stopping("2026-12-01T11:59:00Z"),
-                stopping("2026-12-01T11:00:00Z"),
-                stopping("2026-12-01T11:30:00Z"),
+                stopping("2026-12-01T11:59:00Z", 30),
+                stopping("2026-12-01T11:00:00Z", 30),
+                stopping("2026-12-01T11:30:00Z", 30),
             ],
             3600,
         ),
         (
-            "a deletion timed after now (clock skew) counts as none",
-            vec![stopping("2026-12-01T12:05:00Z")],
+            "a year's grace period: the age still counts from the request",
+            vec![stopping("2026-12-01T11:00:00Z", 31_536_000)],
+            3600,
+        ),
+        (
+            "a request timed after now (clock skew) counts as none",
+            vec![stopping("2026-12-01T12:05:00Z", 0)],
             0,
         ),
     ];

@@ -64,6 +64,10 @@ pub struct Settings {
     /// How long past its grace period a released pod with no running container may stay
     /// Terminating before it is force-deleted (`stuck_terminating`).
     pub stuck_terminating_after: SignedDuration,
+    /// The longest grace period a workspace pod gets (`podspec::cap_grace_period`): a
+    /// template's own would otherwise hold a drain's budget slot as long as its author
+    /// likes, since every timeout of a stop counts from the end of the grace period.
+    pub max_grace_period: SignedDuration,
 }
 
 impl Default for Settings {
@@ -84,6 +88,7 @@ impl Default for Settings {
             service_accounts: ServiceAccountPolicy::default(),
             start_timeout: SignedDuration::from_mins(10),
             stuck_terminating_after: SignedDuration::from_mins(1),
+            max_grace_period: SignedDuration::from_mins(5),
         }
     }
 }
@@ -590,7 +595,7 @@ fn plan_with_pod(
                 .as_ref()
                 .map_or(String::new(), |r| r.message.clone());
             return Action::DeletePod {
-                grace_seconds: None,
+                grace_seconds: crate::podspec::delete_grace_seconds(pod, settings.max_grace_period),
                 cause: format!("its start failed: {why}"),
             };
         }
@@ -678,7 +683,7 @@ fn plan_with_pod(
         }
         if !pod_deleting {
             return Action::DeletePod {
-                grace_seconds: None,
+                grace_seconds: crate::podspec::delete_grace_seconds(pod, settings.max_grace_period),
                 cause: stop_cause(ws, phase),
             };
         }

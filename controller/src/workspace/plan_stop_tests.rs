@@ -214,3 +214,37 @@ fn a_released_pod_still_terminating_keeps_the_final_phase() {
         "Stopped is kept, not {written:?}"
     );
 }
+
+#[test]
+fn a_drain_stops_a_pod_within_the_grace_period_cap() {
+    let running = json!([{"name": "ide", "image": "i", "imageID": "", "ready": true, "restartCount": 0,
+                          "state": {"running": {"startedAt": "2026-12-01T10:00:00Z"}}}]);
+    let drained = ws(
+        running_status(),
+        json!({"annotations": {DRAINED: "upgrade"}}),
+    );
+    // (what, the pod's own grace period, the delete's)
+    let cases = [
+        (
+            "a year's, from a pod built before the cap",
+            Some(31_536_000),
+            "Some(300)",
+        ),
+        ("within the cap: the pod's own", Some(60), "None"),
+        ("none: Kubernetes' 30 s", None, "None"),
+    ];
+    for (what, grace, want) in cases {
+        let mut pod = held_pod("Running", running.clone(), json!({}));
+        if let Some(spec) = pod.spec.as_mut() {
+            spec.termination_grace_period_seconds = grace;
+        }
+        let (_, action) = walk(drained.clone(), &pod, now());
+        assert_eq!(
+            action,
+            format!(
+                "DeletePod {{ grace_seconds: {want}, cause: \"maintenance window upgrade drains it\" }}"
+            ),
+            "{what}"
+        );
+    }
+}

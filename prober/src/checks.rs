@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::container::ContainerProbe;
 use crate::mounts::StorageRule;
+use crate::probe_pod::Turn;
 use crate::state::Shared;
 use crate::verdict::{Check, Outcome, next_delay};
 use crate::volume;
@@ -107,7 +108,20 @@ pub async fn container_loop(shared: Arc<Shared>, probe: ContainerProbe, schedule
             Err(error) => tracing::info!(%error, "janitor could not sweep probe pods"),
         }
         let started = Instant::now();
-        let outcome = probe.check(unix_now()).await;
+        let outcome = match probe.turn().await {
+            Ok(Turn::Cordoned) => {
+                // No run, so nothing to count: the verdict says cordoned, and the checks'
+                // counts wait for the node to be uncordoned.
+                shared.set_cordoned(true);
+                schedule.pause(&Outcome::Success).await;
+                continue;
+            }
+            Ok(Turn::Probe { node_uid }) => {
+                shared.set_cordoned(false);
+                probe.check(unix_now(), &node_uid).await
+            }
+            Err(why) => Outcome::Unknown(format!("reading the Node: {why}")),
+        };
         shared.record(Check::Container, outcome.clone(), started.elapsed());
         schedule.pause(&outcome).await;
     }

@@ -7,12 +7,12 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::{Client, ResourceExt};
 use tokio::time::{Instant, timeout_at};
 
-use crate::probe_pod::{self, Blame, PodParams, PodState};
+use crate::probe_pod::{self, Blame, PodParams, PodState, Turn};
 use crate::verdict::Outcome;
 
 const POLL: Duration = Duration::from_millis(500);
@@ -21,6 +21,7 @@ const DELETE_BUDGET: Duration = Duration::from_secs(5);
 
 pub struct ContainerProbe {
     pub api: Api<Pod>,
+    pub nodes: Api<Node>,
     pub node: String,
     pub image: String,
     pub pull_policy: String,
@@ -75,7 +76,8 @@ pub fn unfinished(
 impl ContainerProbe {
     pub fn new(client: Client, namespace: &str, node: String) -> Self {
         Self {
-            api: Api::namespaced(client, namespace),
+            api: Api::namespaced(client.clone(), namespace),
+            nodes: Api::all(client),
             node,
             image: String::new(),
             pull_policy: "IfNotPresent".into(),
@@ -84,12 +86,23 @@ impl ContainerProbe {
         }
     }
 
+    /// Reads the Node: cordoned, or the uid that owns this turn's probe pod. An error is
+    /// API trouble, which says nothing about the node.
+    pub async fn turn(&self) -> Result<Turn, String> {
+        let node = tokio::time::timeout(self.deadline, self.nodes.get(&self.node))
+            .await
+            .map_err(|_| "API server did not answer".to_string())?
+            .map_err(|e| describe(&e))?;
+        probe_pod::turn(&node)
+    }
+
     /// Creates the throwaway pod, waits for it to succeed within the deadline, deletes it.
-    pub async fn check(&self, now_unix: i64) -> Outcome {
+    pub async fn check(&self, now_unix: i64, node_uid: &str) -> Outcome {
         let deadline = Instant::now() + self.deadline;
         let ttl_secs = self.ttl.as_secs() as i64;
         let pod = match probe_pod::build(&PodParams {
             node: &self.node,
+            node_uid,
             image: &self.image,
             pull_policy: &self.pull_policy,
             expires_unix: now_unix + ttl_secs,
@@ -125,6 +138,12 @@ impl ContainerProbe {
                 Err(_) => {
                     api_trouble = Some("API server did not answer".into());
                     break;
+                }
+                // Evicted by a drain and already gone, or reaped with its Node.
+                Ok(Err(kube::Error::Api(s))) if s.code == 404 => {
+                    return Outcome::Unknown(
+                        "the probe pod was deleted before it finished (evicted by a drain?)".into(),
+                    );
                 }
                 Ok(Err(e)) => api_trouble = Some(describe(&e)),
                 Ok(Ok(pod)) => {

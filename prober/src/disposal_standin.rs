@@ -85,8 +85,10 @@ pub fn answer(
             "the node's prober finds it unhealthy; its workspace disk cannot be trusted".into(),
         )),
         Verdict::Unknown => Answer::Wait,
-        Verdict::Healthy if now >= due => Answer::Give(DisposalResult::Saved),
-        Verdict::Healthy => Answer::Wait,
+        // Cordoned is not unhealthy (the volume check still runs and would say so): a
+        // drain is exactly when the node's workspaces are saved.
+        Verdict::Healthy | Verdict::Cordoned if now >= due => Answer::Give(DisposalResult::Saved),
+        Verdict::Healthy | Verdict::Cordoned => Answer::Wait,
     }
 }
 
@@ -308,6 +310,13 @@ mod tests {
                 Verdict::Unknown,
                 after,
                 Answer::Wait,
+            ),
+            (
+                "saved on a node being drained",
+                pod(true, true, None, true, false),
+                Verdict::Cordoned,
+                after,
+                Answer::Give(DisposalResult::Saved),
             ),
         ];
         for (what, p, verdict, now, want) in cases {

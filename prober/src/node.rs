@@ -182,7 +182,8 @@ impl NodeReporter {
         }
         // Whatever --taint says: a node that registered unproven must be released.
         self.sync_unproven(judgement.verdict).await?;
-        if judgement.verdict != Verdict::Unknown {
+        // Neither unknown nor cordoned says anything about the node's health.
+        if !matches!(judgement.verdict, Verdict::Unknown | Verdict::Cordoned) {
             if let Some((reason, warning)) = report::event(self.last_definitive, judgement.verdict)
             {
                 self.publish(reason, warning, &judgement.message).await;

@@ -1,6 +1,6 @@
 //! The throwaway pod of the container check, and how to read its state. Pure.
 
-use k8s_openapi::api::core::v1::{ContainerState, ContainerStatus, Pod};
+use k8s_openapi::api::core::v1::{ContainerState, ContainerStatus, Node, Pod};
 use serde_json::json;
 
 use crate::verdict::Outcome;
@@ -15,6 +15,9 @@ pub const SCRIPT: &str = "echo lifeguard > /probe/ok && test \"$(cat /probe/ok)\
 
 pub struct PodParams<'a> {
     pub node: &'a str,
+    /// The Node's uid, for the owner reference: a Node deleted and registered again under
+    /// the same name is another owner, and the garbage collector reaps the old one's pods.
+    pub node_uid: &'a str,
     pub image: &'a str,
     pub pull_policy: &'a str,
     pub expires_unix: i64,
@@ -29,15 +32,35 @@ pub fn selector() -> String {
 /// pod passes the `restricted` Pod Security level whatever user the image names.
 pub const PROBE_UID: i64 = 65534;
 
-/// The throwaway pod. It lives in the probe namespace, not the prober's, so it has no
-/// ownerReference: the garbage collector ignores an owner in another namespace (it
-/// treats the reference as unresolvable). Leftovers go by the expiry label (the janitor),
-/// `activeDeadlineSeconds` (the kubelet stops it) and, on uninstall, with the namespace.
+/// Tells cluster-autoscaler it may evict the pod when it scales the node down.
+pub const SAFE_TO_EVICT: &str = "cluster-autoscaler.kubernetes.io/safe-to-evict";
+/// Karpenter's opt-out of disruption; a probe pod must never carry it.
+pub const DO_NOT_DISRUPT: &str = "karpenter.sh/do-not-disrupt";
+
+/// The throwaway pod.
+///
+/// Its controller is the Node it judges (as for the kubelet's mirror pods), so drain tools
+/// evict it like any managed pod: `kubectl drain` refuses, without `--force`, only pods
+/// with no controller and skips only DaemonSet-controlled ones (k8s.io/kubectl/pkg/drain,
+/// `unreplicatedFilter`, `daemonSetFilter`). Not the prober's own pod: that lives in
+/// another namespace, and the garbage collector treats an owner in another namespace as
+/// absent and deletes the dependent. `blockOwnerDeletion` is left out: setting it needs
+/// `update` on `nodes/finalizers`, and nothing should wait for a probe pod to delete a Node.
+/// Leftovers go by the expiry label (the janitor), `activeDeadlineSeconds` (the kubelet
+/// stops it), with the Node (the garbage collector) and, on uninstall, with the namespace.
 pub fn build(p: &PodParams) -> Result<Pod, serde_json::Error> {
     serde_json::from_value(json!({
         "metadata": {
             "generateName": NAME_PREFIX,
             "labels": {PROBE_LABEL: "container", EXPIRES_LABEL: p.expires_unix.to_string()},
+            "annotations": {SAFE_TO_EVICT: "true"},
+            "ownerReferences": [{
+                "apiVersion": "v1",
+                "kind": "Node",
+                "name": p.node,
+                "uid": p.node_uid,
+                "controller": true,
+            }],
         },
         "spec": {
             // Pinned: the scheduler is not asked, and a NoSchedule taint (ours included)
@@ -152,6 +175,14 @@ fn ever_ran(status: &ContainerStatus) -> bool {
 pub fn read(pod: &Pod) -> PodState {
     let status = pod.status.as_ref();
     let phase = status.and_then(|s| s.phase.as_deref()).unwrap_or("Pending");
+    // The prober deletes its pod only after reading it finished, so a deletion seen before
+    // is someone else's: a drain evicting it, the garbage collector. The container is then
+    // killed and the pod fails, which says nothing about the node.
+    if phase != "Succeeded" && pod.metadata.deletion_timestamp.is_some() {
+        return PodState::Finished(Outcome::Unknown(
+            "the probe pod was deleted before it finished (evicted by a drain?)".into(),
+        ));
+    }
     let container = status
         .and_then(|s| s.container_statuses.as_ref())
         .and_then(|cs| cs.first());
@@ -226,6 +257,33 @@ pub fn expiry(pod: &Pod) -> i64 {
         .and_then(|l| l.get(EXPIRES_LABEL))
         .and_then(|v| v.parse().ok())
         .unwrap_or(i64::MIN)
+}
+
+/// What the container check does on this turn, from its Node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Turn {
+    /// Start a probe pod owned by the Node with this uid.
+    Probe { node_uid: String },
+    /// The node is cordoned (`spec.unschedulable`): it is being drained or kept empty, and
+    /// a probe pod started now would be one more pod for the drain to evict.
+    Cordoned,
+}
+
+pub fn turn(node: &Node) -> Result<Turn, String> {
+    if node
+        .spec
+        .as_ref()
+        .and_then(|s| s.unschedulable)
+        .unwrap_or(false)
+    {
+        return Ok(Turn::Cordoned);
+    }
+    match node.metadata.uid.as_deref() {
+        Some(uid) if !uid.is_empty() => Ok(Turn::Probe {
+            node_uid: uid.to_string(),
+        }),
+        _ => Err("the Node has no uid to own the probe pod".into()),
+    }
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ fn pod(status: serde_json::Value) -> Pod {
 fn probe_pod(ttl_secs: i64) -> Pod {
     build(&PodParams {
         node: "node-a",
+        node_uid: "uid-a",
         image: "busybox:1.36",
         pull_policy: "IfNotPresent",
         expires_unix: 1_700_000_120,
@@ -17,15 +18,29 @@ fn probe_pod(ttl_secs: i64) -> Pod {
 }
 
 #[test]
-fn the_probe_pod_is_pinned_unowned_and_expires() {
+fn the_probe_pod_is_pinned_owned_by_its_node_and_expires() {
     let pod = probe_pod(120);
     let spec = pod.spec.as_ref().expect("spec");
     assert_eq!(spec.node_name.as_deref(), Some("node-a"));
     assert_eq!(spec.restart_policy.as_deref(), Some("Never"));
     assert_eq!(spec.active_deadline_seconds, Some(120));
+    let owners = pod.metadata.owner_references.as_deref().unwrap_or(&[]);
+    assert_eq!(owners.len(), 1, "{owners:?}");
+    let owner = &owners[0];
+    // kubectl drain evicts a pod with any controller but a DaemonSet without --force.
     assert_eq!(
-        pod.metadata.owner_references, None,
-        "an owner in another namespace would be ignored by the garbage collector"
+        (owner.api_version.as_str(), owner.kind.as_str()),
+        ("v1", "Node")
+    );
+    assert_eq!(
+        (owner.name.as_str(), owner.uid.as_str()),
+        ("node-a", "uid-a")
+    );
+    assert_eq!(owner.controller, Some(true));
+    assert_ne!(
+        owner.block_owner_deletion,
+        Some(true),
+        "would need update on nodes/finalizers"
     );
     assert_eq!(pod.metadata.namespace, None, "the Api's namespace decides");
     assert_eq!(expiry(&pod), 1_700_000_120);
@@ -400,4 +415,80 @@ fn pods_without_a_readable_expiry_count_as_expired() {
     assert_eq!(expiry(&p), i64::MIN);
     p.metadata.labels = Some([(EXPIRES_LABEL.to_string(), "soon".to_string())].into());
     assert_eq!(expiry(&p), i64::MIN);
+}
+
+#[test]
+fn autoscalers_may_evict_the_probe_pod() {
+    let pod = probe_pod(120);
+    let annotations = pod.metadata.annotations.clone().unwrap_or_default();
+    assert_eq!(
+        annotations.get(SAFE_TO_EVICT).map(String::as_str),
+        Some("true")
+    );
+    assert!(!annotations.contains_key(DO_NOT_DISRUPT));
+    assert!(
+        !pod.metadata
+            .labels
+            .unwrap_or_default()
+            .contains_key(DO_NOT_DISRUPT)
+    );
+}
+
+#[test]
+fn a_probe_pod_deleted_by_someone_else_is_not_the_nodes_fault() {
+    let deleted = |status: serde_json::Value| {
+        let mut p = pod(status);
+        p.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            jiff::Timestamp::UNIX_EPOCH,
+        ));
+        read(&p)
+    };
+    let gone = PodState::Finished(Outcome::Unknown(
+        "the probe pod was deleted before it finished (evicted by a drain?)".into(),
+    ));
+    let cases = [
+        (terminated("Failed", 137, Some("Error")), gone.clone()),
+        (terminated("Running", 143, None), gone.clone()),
+        (waiting("ContainerCreating", None), gone.clone()),
+        (json!({"phase": "Pending"}), gone.clone()),
+        (
+            terminated("Succeeded", 0, Some("Completed")),
+            PodState::Finished(Outcome::Success),
+        ),
+    ];
+    for (status, want) in cases {
+        assert_eq!(deleted(status.clone()), want, "{status}");
+    }
+}
+
+#[test]
+fn a_cordoned_node_gets_no_probe_pod() {
+    let node = |unschedulable: Option<bool>, uid: Option<&str>| -> Node {
+        serde_json::from_value(json!({
+            "metadata": {"name": "node-a", "uid": uid},
+            "spec": {"unschedulable": unschedulable},
+        }))
+        .expect("literal node")
+    };
+    let probe = Ok(Turn::Probe {
+        node_uid: "uid-a".into(),
+    });
+    let cases = [
+        (None, Some("uid-a"), probe.clone()),
+        (Some(false), Some("uid-a"), probe),
+        (Some(true), Some("uid-a"), Ok(Turn::Cordoned)),
+        (Some(true), None, Ok(Turn::Cordoned)),
+        (
+            None,
+            None,
+            Err("the Node has no uid to own the probe pod".to_string()),
+        ),
+    ];
+    for (unschedulable, uid, want) in cases {
+        assert_eq!(
+            turn(&node(unschedulable, uid)),
+            want,
+            "{unschedulable:?} {uid:?}"
+        );
+    }
 }

@@ -34,6 +34,8 @@ pub fn desired(judgement: &Judgement) -> Desired {
         Verdict::Healthy => ("True", "ProbesPassing"),
         Verdict::Unhealthy => ("False", "ProbesFailing"),
         Verdict::Unknown => ("Unknown", "ProbesInconclusive"),
+        // Not False: probes stopped because the node takes no pods, not because it failed.
+        Verdict::Cordoned => ("Unknown", "NodeCordoned"),
     };
     Desired {
         status,
@@ -109,7 +111,9 @@ pub fn patch(shown: Option<&Shown>, want: &Desired, now: Timestamp) -> (Value, S
 }
 
 /// The node's taints after applying the verdict, or None when nothing must change.
-/// Unknown leaves the taint as it is: an API hiccup is no reason to flip scheduling.
+/// Unknown leaves the taint as it is: an API hiccup is no reason to flip scheduling. So
+/// does Cordoned: the node takes no pods anyway, and whatever the checks found before the
+/// cordon still holds when it is uncordoned.
 pub fn taints_after(current: &[Taint], verdict: Verdict) -> Option<Vec<Taint>> {
     let present = current.iter().any(is_ours);
     match verdict {

@@ -27,6 +27,7 @@ fn verdicts_map_to_condition_statuses() {
         (Verdict::Healthy, "True", "ProbesPassing"),
         (Verdict::Unhealthy, "False", "ProbesFailing"),
         (Verdict::Unknown, "Unknown", "ProbesInconclusive"),
+        (Verdict::Cordoned, "Unknown", "NodeCordoned"),
     ];
     for (verdict, status, reason) in cases {
         let d = desired(&judgement(verdict, "m"));
@@ -145,6 +146,16 @@ fn taints_change_only_ours_and_only_when_needed() {
         Some(vec![other, same_key_other_effect])
     );
     assert_eq!(taints_after(&[], Verdict::Unknown), None);
+    assert_eq!(
+        taints_after(&[], Verdict::Cordoned),
+        None,
+        "a cordoned node is not tainted"
+    );
+    assert_eq!(
+        taints_after(&added, Verdict::Cordoned),
+        None,
+        "nor is a taint from before the cordon lifted"
+    );
 }
 
 #[test]
@@ -163,6 +174,7 @@ fn events_mark_definitive_transitions() {
     assert_eq!(event(Some(Healthy), Healthy), None);
     assert_eq!(event(None, Healthy), None);
     assert_eq!(event(Some(Healthy), Unknown), None);
+    assert_eq!(event(Some(Healthy), Cordoned), None);
 }
 
 #[test]

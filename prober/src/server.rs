@@ -32,12 +32,13 @@ pub fn router(shared: Arc<Shared>) -> Router {
 }
 
 /// For kubelet liveness probes: 503 only for a node found unhealthy. Unknown answers 200,
-/// so an API-server outage never restarts every prober's neighbour in the fleet.
+/// so an API-server outage never restarts every prober's neighbour in the fleet; so does
+/// Cordoned, so a drain restarts nothing.
 async fn liveness(s: Arc<Shared>) -> impl IntoResponse {
     let verdict = s.verdict();
     let code = match verdict {
         Verdict::Unhealthy => StatusCode::SERVICE_UNAVAILABLE,
-        Verdict::Healthy | Verdict::Unknown => StatusCode::OK,
+        Verdict::Healthy | Verdict::Unknown | Verdict::Cordoned => StatusCode::OK,
     };
     s.metrics.liveness.with_label_values(&[code.as_str()]).inc();
     (code, verdict.as_str())

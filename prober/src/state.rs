@@ -159,6 +159,30 @@ impl Shared {
                 .with_label_values(&[check.as_str()])
                 .set(at.as_millisecond() as f64 / 1000.0);
         }
+        self.has_run[check as usize].store(true, Ordering::Release);
+        self.publish(judgement);
+    }
+
+    /// Whether the node is cordoned, as the container check reads it each turn. A cordoned
+    /// node counts as having run the container check, so a prober that starts on a
+    /// cordoned node becomes ready (a DaemonSet rollout waits for it) and reports.
+    pub fn set_cordoned(&self, cordoned: bool) {
+        let judgement = {
+            let mut judge = self.judge.lock().unwrap_or_else(PoisonError::into_inner);
+            if judge.cordoned() == cordoned {
+                return;
+            }
+            judge.set_cordoned(cordoned);
+            judge.judge()
+        };
+        tracing::info!(node = %self.node, cordoned, "node cordon changed");
+        if cordoned {
+            self.has_run[Check::Container as usize].store(true, Ordering::Release);
+        }
+        self.publish(judgement);
+    }
+
+    fn publish(&self, judgement: crate::verdict::Judgement) {
         let before = self.verdict();
         self.verdict
             .store(judgement.verdict.to_u8(), Ordering::Release);
@@ -166,7 +190,6 @@ impl Shared {
         if before != judgement.verdict {
             tracing::info!(verdict = judgement.verdict.as_str(), message = %judgement.message, "verdict changed");
         }
-        self.has_run[check as usize].store(true, Ordering::Release);
         let started = self.has_run.iter().all(|r| r.load(Ordering::Acquire));
         self.ready.store(started, Ordering::Release);
         self.published.send_if_modified(|p| {
@@ -221,6 +244,7 @@ impl Shared {
             "message": judgement.message,
             "ready": self.ready(),
             "failureThreshold": judge.threshold(),
+            "cordoned": judge.cordoned(),
             "settings": self.settings,
             "taint": taint,
             "unproven": self.unproven_state(),

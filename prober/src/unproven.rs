@@ -62,6 +62,8 @@ pub fn step(tainted: bool, verdict: Verdict, fleet: Option<Fleet>, max_share: f6
         (Verdict::Healthy, _) => UnprovenStep::Remove(UnprovenState::Proven),
         // No verdict yet: nothing is proven either way.
         (Verdict::Unknown, _) => UnprovenStep::Keep,
+        // A node cordoned before it ever passed: nothing proven until it is uncordoned.
+        (Verdict::Cordoned, _) => UnprovenStep::Keep,
         (Verdict::Unhealthy, None) => UnprovenStep::CountFleet,
         (Verdict::Unhealthy, Some(fleet)) => {
             let nodes = fleet.nodes.max(1);

@@ -13,6 +13,13 @@ fn the_first_healthy_verdict_proves_the_node_and_the_guard_releases_a_held_fleet
         ("healthy: proven", true, H, None, "Proven"),
         ("no verdict yet: keep", true, Q, None, "Keep"),
         (
+            "cordoned before it passed: keep",
+            true,
+            Verdict::Cordoned,
+            None,
+            "Keep",
+        ),
+        (
             "unhealthy: count the fleet first",
             true,
             X,

@@ -6,7 +6,11 @@
 //!   nor clears the count;
 //! - otherwise, a check whose latest result is inconclusive, or that has not yet passed
 //!   since the prober started, makes the verdict **unknown**;
-//! - otherwise the node is **healthy** (a check below the threshold is not yet evidence).
+//! - otherwise the node is **healthy** (a check below the threshold is not yet evidence);
+//! - while the node is cordoned (`spec.unschedulable`) the container check starts no pod,
+//!   and the verdict is **cordoned**, unless the volume check, which still runs, fails
+//!   `threshold` times in a row. Failures counted before the cordon are kept, so a node
+//!   that was unhealthy is unhealthy again when it is uncordoned, until a check passes.
 
 use std::time::Duration;
 
@@ -58,16 +62,24 @@ pub enum Verdict {
     Healthy,
     Unhealthy,
     Unknown,
+    /// The node is cordoned: it is being drained, and no probe pod is started on it.
+    Cordoned,
 }
 
 impl Verdict {
-    pub const ALL: [Verdict; 3] = [Verdict::Healthy, Verdict::Unhealthy, Verdict::Unknown];
+    pub const ALL: [Verdict; 4] = [
+        Verdict::Healthy,
+        Verdict::Unhealthy,
+        Verdict::Unknown,
+        Verdict::Cordoned,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Healthy => "healthy",
             Verdict::Unhealthy => "unhealthy",
             Verdict::Unknown => "unknown",
+            Verdict::Cordoned => "cordoned",
         }
     }
 
@@ -79,6 +91,7 @@ impl Verdict {
         match v {
             0 => Verdict::Healthy,
             1 => Verdict::Unhealthy,
+            3 => Verdict::Cordoned,
             _ => Verdict::Unknown,
         }
     }
@@ -109,6 +122,7 @@ pub struct Judgement {
 pub struct Judge {
     threshold: u32,
     checks: [CheckState; 2],
+    cordoned: bool,
 }
 
 impl Judge {
@@ -116,7 +130,17 @@ impl Judge {
         Self {
             threshold: threshold.max(1),
             checks: Default::default(),
+            cordoned: false,
         }
+    }
+
+    /// Whether the node is cordoned, as the container check last read it.
+    pub fn set_cordoned(&mut self, cordoned: bool) {
+        self.cordoned = cordoned;
+    }
+
+    pub fn cordoned(&self) -> bool {
+        self.cordoned
     }
 
     pub fn record(&mut self, check: Check, outcome: Outcome, at: Timestamp, took: Duration) {
@@ -146,8 +170,11 @@ impl Judge {
     }
 
     pub fn judge(&self) -> Judgement {
+        // While cordoned, only the volume check still runs; the container check's count is
+        // from before the cordon and waits for the node to take pods again.
         let failing: Vec<String> = Check::ALL
             .iter()
+            .filter(|c| !self.cordoned || **c == Check::Volume)
             .filter(|c| self.state(**c).consecutive_failures >= self.threshold)
             .map(|c| format!("{} check failing: {}", c.as_str(), self.last_error(*c)))
             .collect();
@@ -155,6 +182,14 @@ impl Judge {
             return Judgement {
                 verdict: Verdict::Unhealthy,
                 message: failing.join("; "),
+            };
+        }
+        if self.cordoned {
+            return Judgement {
+                verdict: Verdict::Cordoned,
+                message: "node cordoned (spec.unschedulable): no probe pod is started on it \
+                          until it is uncordoned"
+                    .into(),
             };
         }
         let unsure: Vec<String> = Check::ALL

@@ -222,3 +222,81 @@ fn verdict_round_trips_through_its_atomic_encoding() {
         assert_eq!(Verdict::from_u8(v.to_u8()), v);
     }
 }
+
+enum Step {
+    Run(Check, Outcome),
+    Cordon(bool),
+}
+
+#[test]
+fn a_cordoned_node_is_cordoned_not_unhealthy() {
+    use Step::{Cordon, Run};
+    use Verdict::Cordoned as K;
+    let cases: Vec<(&str, Vec<Step>, Vec<Verdict>)> = vec![
+        (
+            "a healthy node cordoned, then uncordoned",
+            vec![Run(V, S), Run(C, S), Cordon(true), Run(V, S), Cordon(false)],
+            vec![Q, H, K, K, H],
+        ),
+        (
+            "cordoned before any check passed: cordoned, then unknown until it passes",
+            vec![Cordon(true), Run(V, S), Cordon(false), Run(C, S)],
+            vec![K, K, Q, H],
+        ),
+        (
+            "container failures from before the cordon wait for the uncordon",
+            vec![
+                Run(V, S),
+                Run(C, f("x")),
+                Run(C, f("x")),
+                Run(C, f("x")),
+                Cordon(true),
+                Cordon(false),
+                Run(C, S),
+            ],
+            vec![Q, Q, Q, X, K, X, H],
+        ),
+        (
+            "the volume check still runs, and still makes a cordoned node unhealthy",
+            vec![
+                Run(C, S),
+                Cordon(true),
+                Run(V, f("disk")),
+                Run(V, f("disk")),
+                Run(V, f("disk")),
+                Run(V, S),
+            ],
+            vec![Q, K, K, K, X, K],
+        ),
+        (
+            "an inconclusive run while cordoned changes nothing",
+            vec![Run(V, S), Run(C, S), Cordon(true), Run(C, u("api"))],
+            vec![Q, H, K, K],
+        ),
+    ];
+    for (what, steps, want) in cases {
+        let mut judge = Judge::new(3);
+        let mut at = Timestamp::UNIX_EPOCH;
+        let got: Vec<Verdict> = steps
+            .into_iter()
+            .map(|step| {
+                at += jiff::SignedDuration::from_secs(5);
+                match step {
+                    Run(check, outcome) => {
+                        judge.record(check, outcome, at, Duration::from_millis(10))
+                    }
+                    Cordon(cordoned) => judge.set_cordoned(cordoned),
+                }
+                judge.judge().verdict
+            })
+            .collect();
+        assert_eq!(got, want, "{what}");
+    }
+    let mut judge = Judge::new(3);
+    judge.set_cordoned(true);
+    assert!(
+        judge.judge().message.starts_with("node cordoned"),
+        "{}",
+        judge.judge().message
+    );
+}

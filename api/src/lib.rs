@@ -6,6 +6,7 @@ pub mod crd;
 pub mod cron;
 pub mod disposal;
 pub mod drain;
+pub mod eviction;
 pub mod exclusion;
 pub mod hold;
 pub mod maintenance;

@@ -44,6 +44,13 @@ pub const DRAINED_UNTIL_ANNOTATION: &str = "lifeguard.dev/drained-until";
 /// marks); the workspace acts on each value once (`status.resumed`).
 pub const RESUME_ANNOTATION: &str = "lifeguard.dev/resume";
 
+/// Set by the webhook on a Workspace whose running pod someone evicted through the
+/// Eviction API (`kubectl drain`, node upgrades, autoscalers), in place of evicting it
+/// (value: `lifeguard_api::eviction::EvictionRecord` as JSON: who, from which node, which
+/// pod, when). The controller stops that pod the way a drain window does, then starts the
+/// workspace again elsewhere unless its `spec.onEviction` is `Stop`.
+pub const EVICTION_ANNOTATION: &str = "lifeguard.dev/eviction";
+
 /// Set by a Workspace's owner (or `lifeguard workspaces postpone`) to ask a draining window
 /// to stop the workspace later: a duration such as `30m`, counted from the start of the
 /// occurrence, at most `postpone::MAX_REQUEST`. A window postpones only up to its

@@ -40,3 +40,12 @@ pub fn optional_rejection_class(_: &mut SchemaGenerator) -> Schema {
         "description": "Transient: the pod is re-created. Permanent: re-creating cannot help."
     })
 }
+
+/// An optional `OnEviction`, for the same reason as [`optional_phase`].
+pub fn optional_on_eviction(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "string",
+        "enum": ["Restart", "Stop"],
+        "description": "What follows an eviction of the workspace's pod once lifeguard has saved it: Restart (default) starts it again on another node, Stop leaves it Stopped."
+    })
+}

@@ -40,6 +40,12 @@ pub struct WorkspaceSpec {
     /// (`start_blocker`). Absent: the controller's `--start-timeout`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_timeout: Option<String>,
+    /// What follows an eviction of the workspace's pod (`kubectl drain`, a node upgrade,
+    /// an autoscaler), once lifeguard has saved it: `Restart` (the default) starts it
+    /// again on another node, `Stop` leaves it Stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::optional_on_eviction")]
+    pub on_eviction: Option<crate::eviction::OnEviction>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
@@ -127,6 +133,10 @@ pub struct WorkspaceStatus {
     /// `resumeAfter` restarting what it drained): each request restarts it once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumed: Option<String>,
+    /// The last eviction of this workspace's pod that lifeguard acted on (saved the pod,
+    /// then restarted or stopped the workspace): who asked, from which node, when.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_eviction: Option<crate::eviction::EvictionRecord>,
 }
 
 /// What the API server answered when it refused to create the pod.

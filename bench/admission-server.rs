@@ -79,6 +79,8 @@ fn lifeguard_state() -> anyhow::Result<AppState> {
         ))),
         metrics: Metrics::new()?,
         recreation_users: Arc::new(Vec::new()),
+        #[cfg(not(lifeguard_bench_baseline))]
+        evictions: None,
     })
 }
 

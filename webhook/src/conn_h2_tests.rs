@@ -35,6 +35,7 @@ async fn start() -> (SocketAddr, Vec<u8>) {
         certs: store,
         metrics: metrics.clone(),
         recreation_users: Arc::new(Vec::new()),
+        evictions: None,
     };
     let budget = BodyBudget::new(
         1 << 20,

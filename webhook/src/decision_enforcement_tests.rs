@@ -35,6 +35,7 @@ fn request(kind: &str, object: Value) -> AdmissionRequest {
         username: "someone".into(),
         spec_unchanged: false,
         old_postpone_request: None,
+        dry_run: false,
     }
 }
 

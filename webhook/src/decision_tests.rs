@@ -54,6 +54,7 @@ fn request(group: &str, kind: &str, operation: Operation, object: Value) -> Admi
         username: "controller".into(),
         spec_unchanged: false,
         old_postpone_request: None,
+        dry_run: false,
     }
 }
 

@@ -101,6 +101,12 @@ pub struct Config {
         value_delimiter = ','
     )]
     pub recreation_users: Vec<String>,
+    /// How long after the first eviction of a workspace pod its evictions are answered 429
+    /// while lifeguard saves the workspace; after it the pod is evicted as asked, so no
+    /// drain waits forever. Shorter than the shortest drain timeout in use (EKS managed node
+    /// groups force after 15 minutes; docs/operations.md).
+    #[arg(long, env = "LIFEGUARD_WEBHOOK_EVICTION_MAX_WAIT", default_value = "10m", value_parser = parse_interval)]
+    pub eviction_max_wait: Duration,
     /// Log format.
     #[arg(long, env = "LIFEGUARD_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,

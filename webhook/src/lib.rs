@@ -7,6 +7,7 @@ pub mod certgen;
 pub mod certs;
 pub mod conn;
 pub mod decision;
+pub mod eviction;
 pub mod flags;
 pub mod manager;
 pub mod metrics;
@@ -73,7 +74,9 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         store.record(&metrics);
         tokio::spawn(files.watch(store.clone(), config.cert_poll_interval, metrics.clone()));
     }
+    let evictions = eviction::Evictions::new(client.clone(), config.eviction_max_wait);
     let state = AppState {
+        evictions: Some(Arc::new(evictions)),
         caches: Caches::start(client, metrics.clone()),
         certs: store,
         metrics,

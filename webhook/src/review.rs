@@ -68,6 +68,8 @@ pub struct AdmissionRequest {
     /// UPDATE of one of lifeguard's kinds: `oldObject`'s postpone request
     /// (`names::POSTPONE_DRAIN_ANNOTATION`), so a write that changes it is checked.
     pub old_postpone_request: Option<Value>,
+    /// The request is a dry run: whatever the decision, nothing may be written.
+    pub dry_run: bool,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -129,6 +131,8 @@ struct WireRequest<O> {
     old_object: Option<O>,
     #[serde(default)]
     user_info: Option<WireUser>,
+    #[serde(default)]
+    dry_run: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -199,6 +203,7 @@ fn checked(review: WireReview) -> Result<AdmissionRequest, ReviewError> {
         username: request.user_info.map(|u| u.username).unwrap_or_default(),
         spec_unchanged,
         old_postpone_request,
+        dry_run: request.dry_run.unwrap_or(false),
     })
 }
 

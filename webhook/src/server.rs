@@ -26,6 +26,8 @@ pub struct AppState {
     pub certs: Arc<CertStore>,
     pub metrics: Metrics,
     pub recreation_users: Arc<Vec<String>>,
+    /// Decides evictions of workspace pods; `None` where no API server is at hand (tests).
+    pub evictions: Option<Arc<crate::eviction::Evictions>>,
 }
 
 #[derive(Clone, Copy)]
@@ -178,6 +180,14 @@ async fn admit(state: &AppState, webhook: Webhook, body: &[u8]) -> Response {
 }
 
 async fn decide(state: &AppState, webhook: Webhook, request: &AdmissionRequest) -> Decision {
+    if let (Webhook::Validate, "policy", "Eviction") =
+        (webhook, request.group.as_str(), request.kind.as_str())
+    {
+        return match &state.evictions {
+            Some(evictions) => evictions.admit(request).await,
+            None => Decision::Allow,
+        };
+    }
     // The namespace's labels only when a window active now selects namespaces. The
     // mutating webhook needs them too: a node-scoped window steers the pods it covers.
     let mut now = Timestamp::now();
@@ -285,6 +295,7 @@ mod tests {
             certs: Arc::new(CertStore::untrusted(provider)),
             metrics: Metrics::new().expect("metrics"),
             recreation_users: Arc::new(Vec::new()),
+            evictions: None,
         };
         let (status, body) = readyz_of(&state).await;
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);

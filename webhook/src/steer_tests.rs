@@ -94,6 +94,7 @@ fn pod_request(namespace_labels: Value) -> (AdmissionRequest, NamespaceLabels) {
         username: "controller".into(),
         spec_unchanged: false,
         old_postpone_request: None,
+        dry_run: false,
     };
     let labels: BTreeMap<String, String> =
         serde_json::from_value(namespace_labels).expect("labels");

@@ -26,6 +26,7 @@ fn router(total: usize, max_body: usize) -> (Router, Metrics) {
         ))),
         metrics: metrics.clone(),
         recreation_users: Arc::new(Vec::new()),
+        evictions: None,
     };
     let budget = BodyBudget::new(
         total,

@@ -1,0 +1,258 @@
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use lifeguard_api::Workspace;
+use lifeguard_api::eviction::EvictionRecord;
+use lifeguard_api::names::EVICTION_ANNOTATION;
+use serde_json::json;
+
+use super::*;
+
+const MAX_WAIT: SignedDuration = SignedDuration::from_mins(10);
+
+fn at(text: &str) -> Timestamp {
+    text.parse().expect("timestamp")
+}
+
+fn workspace(record: Option<&EvictionRecord>) -> Workspace {
+    let annotations = match record {
+        Some(r) => json!({ EVICTION_ANNOTATION: r.to_annotation() }),
+        None => json!({}),
+    };
+    serde_json::from_value(json!({
+        "apiVersion": "lifeguard.dev/v1alpha1",
+        "kind": "Workspace",
+        "metadata": {"name": "alice", "namespace": "team", "uid": "ws-uid", "annotations": annotations},
+        "spec": {"podTemplate": {"spec": {"containers": []}}}
+    }))
+    .expect("workspace")
+}
+
+struct PodShape {
+    label: bool,
+    owner: &'static str,
+    finalizer: bool,
+    released: bool,
+    node: Option<&'static str>,
+    uid: &'static str,
+}
+
+const RUNNING: PodShape = PodShape {
+    label: true,
+    owner: "ws-uid",
+    finalizer: true,
+    released: false,
+    node: Some("node-2"),
+    uid: "pod-1",
+};
+
+fn pod(shape: &PodShape) -> Pod {
+    let mut labels = json!({});
+    if shape.label {
+        labels = json!({"lifeguard.dev/workspace": "alice"});
+    }
+    let finalizers: Vec<&str> = if shape.finalizer {
+        vec!["lifeguard.dev/disposal"]
+    } else {
+        vec![]
+    };
+    let mut annotations = json!({});
+    if shape.released {
+        annotations = json!({"lifeguard.dev/released": "2026-12-07T10:00:00Z"});
+    }
+    serde_json::from_value(json!({
+        "metadata": {
+            "name": "ws-alice", "namespace": "team", "uid": shape.uid,
+            "labels": labels, "annotations": annotations, "finalizers": finalizers,
+            "ownerReferences": [{"apiVersion": "lifeguard.dev/v1alpha1", "kind": "Workspace",
+                "name": "alice", "uid": shape.owner, "controller": true}]
+        },
+        "spec": {"containers": [], "nodeName": shape.node}
+    }))
+    .expect("pod")
+}
+
+fn record(uid: &str, time: &str) -> EvictionRecord {
+    EvictionRecord {
+        by: "kubernetes-admin".into(),
+        node: "node-2".into(),
+        pod_uid: uid.into(),
+        time: Time(at(time)),
+    }
+}
+
+#[derive(Debug, PartialEq)]
+enum Want {
+    Allow(&'static str),
+    /// 429, writing a new record of this time.
+    HoldAndRecord(&'static str),
+    /// 429, the first eviction of this pod is recorded already.
+    Hold,
+}
+
+/// (case, the pod, whether its Workspace exists, the eviction recorded on it, the answer)
+type Case<'a> = (
+    &'a str,
+    Option<PodShape>,
+    bool,
+    Option<&'a EvictionRecord>,
+    Want,
+);
+
+#[test]
+fn an_eviction_of_a_held_workspace_pod_waits_until_it_is_saved_or_max_wait_is_over() {
+    let now = "2026-12-07T10:05:00Z";
+    let earlier = record("pod-1", "2026-12-07T10:00:00Z");
+    let long_ago = record("pod-1", "2026-12-07T09:55:00Z");
+    let other_pod = record("pod-0", "2026-12-07T10:00:00Z");
+    let cases: Vec<Case> = vec![
+        ("no such pod", None, true, None, Want::Allow("no such pod")),
+        (
+            "a pod without the workspace label",
+            Some(PodShape {
+                label: false,
+                ..RUNNING
+            }),
+            true,
+            None,
+            Want::Allow("not a workspace pod"),
+        ),
+        (
+            "its Workspace is gone",
+            Some(RUNNING),
+            false,
+            None,
+            Want::Allow("its Workspace is gone"),
+        ),
+        (
+            "a pod another Workspace of that name left",
+            Some(PodShape {
+                owner: "old-uid",
+                ..RUNNING
+            }),
+            true,
+            None,
+            Want::Allow("its Workspace does not control it"),
+        ),
+        (
+            "released: the finalizer is gone",
+            Some(PodShape {
+                finalizer: false,
+                ..RUNNING
+            }),
+            true,
+            Some(&earlier),
+            Want::Allow("lifeguard has released it"),
+        ),
+        (
+            "released: marked so in the same write",
+            Some(PodShape {
+                released: true,
+                ..RUNNING
+            }),
+            true,
+            Some(&earlier),
+            Want::Allow("lifeguard has released it"),
+        ),
+        (
+            "not scheduled",
+            Some(PodShape {
+                node: None,
+                ..RUNNING
+            }),
+            true,
+            None,
+            Want::Allow("it is on no node, so there is nothing to save"),
+        ),
+        (
+            "the first eviction",
+            Some(RUNNING),
+            true,
+            None,
+            Want::HoldAndRecord(now),
+        ),
+        ("a retry", Some(RUNNING), true, Some(&earlier), Want::Hold),
+        (
+            "a record of an earlier pod of the same name",
+            Some(RUNNING),
+            true,
+            Some(&other_pod),
+            Want::HoldAndRecord(now),
+        ),
+        (
+            "maxWait after the first eviction",
+            Some(RUNNING),
+            true,
+            Some(&long_ago),
+            Want::Allow("its maximum wait is over"),
+        ),
+    ];
+    for (case, shape, ws_exists, recorded, want) in cases {
+        let pod = shape.as_ref().map(pod);
+        let ws = ws_exists.then(|| workspace(recorded));
+        let got = decide(
+            pod.as_ref(),
+            ws.as_ref(),
+            "kubernetes-admin",
+            at(now),
+            MAX_WAIT,
+        );
+        let got = match got {
+            Verdict::Allow(why) => Want::Allow(why),
+            Verdict::Hold { record: None, .. } => Want::Hold,
+            Verdict::Hold {
+                record: Some(r), ..
+            } => {
+                assert_eq!(
+                    (r.by.as_str(), r.node.as_str(), r.pod_uid.as_str()),
+                    ("kubernetes-admin", "node-2", "pod-1"),
+                    "{case}"
+                );
+                Want::HoldAndRecord(if r.time.0 == at(now) {
+                    now
+                } else {
+                    "another time"
+                })
+            }
+        };
+        assert_eq!(got, want, "{case}");
+    }
+}
+
+#[test]
+fn the_answer_says_what_lifeguard_does_who_asked_and_until_when() {
+    let earlier = record("pod-1", "2026-12-07T10:00:00Z");
+    let ws = workspace(Some(&earlier));
+    let verdict = decide(
+        Some(&pod(&RUNNING)),
+        Some(&ws),
+        "system:serviceaccount:kube-system:cluster-autoscaler",
+        at("2026-12-07T10:01:00Z"),
+        MAX_WAIT,
+    );
+    let Verdict::Hold { message, .. } = verdict else {
+        panic!("held: {verdict:?}");
+    };
+    assert_eq!(
+        message,
+        "lifeguard is saving workspace team/alice before it leaves node node-2; retry \
+         (first asked by kubernetes-admin at 2026-12-07T10:00:00Z; evicted as asked from \
+         2026-12-07T10:10:00Z at the latest)"
+    );
+}
+
+#[test]
+fn a_held_eviction_is_answered_as_a_disruption_budget_would() {
+    let Decision::Deny {
+        code,
+        reason,
+        message,
+    } = too_many_requests("retry".into())
+    else {
+        panic!("denied");
+    };
+    assert_eq!(
+        (code, reason, message.as_str()),
+        (429, "TooManyRequests", "retry")
+    );
+}

@@ -136,6 +136,12 @@ pub enum Action {
     },
     /// Remove our finalizer from the pod (final state recorded, disposal done).
     ReleasePod,
+    /// Record that an evicted workspace's pod is gone (status written, an Event naming who
+    /// evicted it): it starts again, or stays Stopped (`eviction`).
+    RecordEviction {
+        status: Box<WorkspaceStatus>,
+        note: String,
+    },
     /// Record how a confirmed disposal ended (`DisposalConfirmed`, an Event, and when the
     /// work may be lost a counter); the pod is released next.
     RecordDisposal(Box<WorkspaceStatus>),
@@ -298,6 +304,12 @@ fn plan_without_pod(ws: &Workspace, now: Timestamp, settings: &Settings) -> Acti
         );
         return Action::UpdateStatus(Box::new(next));
     }
+    if let Some((next, note)) = crate::workspace::eviction::after_pod_gone(ws, now) {
+        return Action::RecordEviction {
+            status: Box::new(next),
+            note,
+        };
+    }
     if matches!(
         status.phase,
         Some(WorkspacePhase::Failed | WorkspacePhase::Stopped)
@@ -376,7 +388,8 @@ fn plan_without_pod(ws: &Workspace, now: Timestamp, settings: &Settings) -> Acti
     }
     // Pending without a pod after starts before: a resumed workspace (above) whose new pod
     // is not created yet, or was refused (retried with the same backoff as a first start).
-    let resuming = status.phase == Some(WorkspacePhase::Pending) && status.resumed.is_some();
+    let resuming = status.phase == Some(WorkspacePhase::Pending) && status.resumed.is_some()
+        || crate::workspace::eviction::restarting(&status);
     if status.pod_starts == 0 || resuming {
         return create_when_due(
             &status,
@@ -613,7 +626,9 @@ fn plan_with_pod(
         };
     }
 
-    let ws_deleting = ws.metadata.deletion_timestamp.is_some() || drained_by(ws).is_some();
+    let evicted = crate::workspace::eviction::stopping(ws, pod);
+    let ws_deleting =
+        ws.metadata.deletion_timestamp.is_some() || drained_by(ws).is_some() || evicted.is_some();
     let phase = pod_phase(pod);
     let terminal = matches!(phase, "Succeeded" | "Failed");
     if ws_deleting || pod_deleting || terminal {
@@ -684,7 +699,12 @@ fn plan_with_pod(
         if !pod_deleting {
             return Action::DeletePod {
                 grace_seconds: crate::podspec::delete_grace_seconds(pod, settings.max_grace_period),
-                cause: stop_cause(ws, phase),
+                cause: match &evicted {
+                    Some(record) if drained_by(ws).is_none() => {
+                        crate::workspace::eviction::stop_cause(record)
+                    }
+                    _ => stop_cause(ws, phase),
+                },
             };
         }
         if let Some(release) = release {

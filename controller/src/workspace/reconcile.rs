@@ -80,6 +80,7 @@ fn action_name(action: &Action) -> &'static str {
         Action::DeletePod { .. } => "delete_pod",
         Action::ReleasePod => "release_pod",
         Action::RecordDisposal(_) => "record_disposal",
+        Action::RecordEviction { .. } => "record_eviction",
         Action::RemoveWorkspaceFinalizer => "remove_finalizer",
         Action::WaitUntil(_) => "wait",
         Action::Idle => "idle",
@@ -529,6 +530,17 @@ async fn reconcile_plan(
                 }
                 return Ok(planned_after(deletion));
             }
+        }
+        Action::RecordEviction { status, note } => {
+            let stored = write_status(ctx, workspaces, ws, pod, &status).await?;
+            ctx.event(
+                ws,
+                EventType::Normal,
+                lifeguard_api::eviction::REASON_EVICTED,
+                note,
+            )
+            .await;
+            return Ok(Pass::Rewritten(Box::new(stored)));
         }
         Action::RecordDisposal(status) => {
             let stored = write_status(ctx, workspaces, ws, pod, &status).await?;

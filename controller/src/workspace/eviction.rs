@@ -1,0 +1,87 @@
+//! A workspace whose pod was evicted (the webhook recorded the eviction on the Workspace,
+//! `lifeguard_api::eviction`): its pod is stopped the way a drain window stops one
+//! (`plan`'s stop path: graceful delete, disposal handshake, release), and once the pod is
+//! gone the workspace starts again, on another node since the drained one is cordoned, or
+//! stays Stopped when its `spec.onEviction` says `Stop`. Pure.
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use lifeguard_api::eviction::{self, EvictionRecord, OnEviction, REASON_EVICTED};
+use lifeguard_api::names::DRAINED_BY_ANNOTATION;
+use lifeguard_api::workspace::condition;
+use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceStatus};
+
+use crate::status::set_condition;
+
+/// The eviction that asks this very pod to stop, if one does.
+pub fn stopping(ws: &Workspace, pod: &Pod) -> Option<EvictionRecord> {
+    eviction::recorded_for(ws, pod.metadata.uid.as_deref())
+}
+
+/// Why an evicted pod is deleted, for the Event.
+pub fn stop_cause(record: &EvictionRecord) -> String {
+    format!(
+        "{}; lifeguard saves it before it leaves the node",
+        record.describe()
+    )
+}
+
+/// What a workspace without a pod does about an eviction it has not acted on: the status
+/// that restarts it (`Pending`, the pod is created next) or stops it for good (`Stopped`),
+/// with `status.lastEviction` recording the eviction so it is acted on once. `None` when
+/// there is nothing to do: no such eviction, the Workspace is being deleted, or a drain
+/// window stopped it too (the window's stop stands, and its `resumeAfter` restarts it).
+pub fn after_pod_gone(ws: &Workspace, now: Timestamp) -> Option<(WorkspaceStatus, String)> {
+    if ws.metadata.deletion_timestamp.is_some() {
+        return None;
+    }
+    let drained = ws
+        .metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(DRAINED_BY_ANNOTATION));
+    if drained {
+        return None;
+    }
+    let record = eviction::pending(ws)?;
+    let mut next = ws.status.clone().unwrap_or_default();
+    let (phase, message) = match eviction::on_eviction(ws) {
+        OnEviction::Restart => (
+            WorkspacePhase::Pending,
+            format!(
+                "{}; its work was saved and it starts again on another node",
+                record.describe()
+            ),
+        ),
+        OnEviction::Stop => (
+            WorkspacePhase::Stopped,
+            format!(
+                "{}; its work was saved and it stays stopped (onEviction: Stop)",
+                record.describe()
+            ),
+        ),
+    };
+    next.phase = Some(phase);
+    next.pod_deletion_time = None;
+    next.next_attempt_time = None;
+    next.last_eviction = Some(record);
+    set_condition(
+        &mut next.conditions,
+        condition::READY,
+        false,
+        REASON_EVICTED,
+        &message,
+        ws.metadata.generation,
+        now,
+    );
+    Some((next, message))
+}
+
+/// A workspace restarted after an eviction, waiting for its new pod.
+pub fn restarting(status: &WorkspaceStatus) -> bool {
+    status.phase == Some(WorkspacePhase::Pending) && status.last_eviction.is_some()
+}
+
+#[cfg(test)]
+#[path = "eviction_tests.rs"]
+mod tests;

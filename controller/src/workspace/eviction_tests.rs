@@ -1,0 +1,177 @@
+//! An evicted workspace: its pod is stopped as a drain stops one, then the workspace
+//! starts again (or stays stopped, `onEviction: Stop`), once per eviction.
+
+use lifeguard_api::WorkspacePhase;
+use serde_json::{Value, json};
+
+use crate::workspace::plan::plan_tests::{kind, now, pod, ws};
+use crate::workspace::plan::{Action, Settings, plan};
+
+fn record(pod_uid: &str) -> String {
+    json!({"by": "kubernetes-admin", "node": "node-1", "podUID": pod_uid,
+           "time": "2026-12-01T11:59:00Z"})
+    .to_string()
+}
+
+fn evicted(pod_uid: &str) -> Value {
+    json!({"annotations": {"lifeguard.dev/eviction": record(pod_uid)}})
+}
+
+fn running() -> Value {
+    json!({"phase": "Running", "podStarts": 1, "podName": "ws-alice", "nodeName": "node-1"})
+}
+
+fn running_pod() -> k8s_openapi::api::core::v1::Pod {
+    pod(json!({"phase": "Running"}), json!({}))
+}
+
+/// Plans over the status writes until the workspace asks for something else.
+fn settle(
+    mut workspace: lifeguard_api::Workspace,
+    pod: Option<&k8s_openapi::api::core::v1::Pod>,
+) -> Action {
+    let settings = Settings::default();
+    for _ in 0..5 {
+        match plan(&workspace, pod, now(), &settings) {
+            Action::UpdateStatus(status) => workspace.status = Some(*status),
+            other => return other,
+        }
+    }
+    panic!("no action after five status writes");
+}
+
+#[test]
+fn an_evicted_pod_is_stopped_gracefully_naming_who_evicted_it() {
+    let action = settle(ws(running(), evicted("pod-uid-1")), Some(&running_pod()));
+    let Action::DeletePod {
+        grace_seconds,
+        cause,
+    } = action
+    else {
+        panic!("want a graceful delete, got {action:?}");
+    };
+    assert_eq!(grace_seconds, None, "the pod's own grace period");
+    assert_eq!(
+        cause,
+        "kubernetes-admin evicted it from node node-1; lifeguard saves it before it leaves the node"
+    );
+}
+
+#[test]
+fn only_the_evicted_pod_is_stopped() {
+    let cases = [
+        (
+            "an eviction of an earlier pod of the name",
+            evicted("pod-uid-0"),
+        ),
+        (
+            "an unreadable record",
+            json!({"annotations": {"lifeguard.dev/eviction": "{"}}),
+        ),
+        ("no eviction", json!({})),
+    ];
+    for (what, meta) in cases {
+        let action = settle(ws(running(), meta), Some(&running_pod()));
+        assert!(
+            !matches!(action, Action::DeletePod { .. }),
+            "{what}: {action:?}"
+        );
+    }
+}
+
+#[test]
+fn once_the_evicted_pod_is_gone_the_workspace_starts_again_once() {
+    let settings = Settings::default();
+    let stopped = json!({"phase": "Stopped", "podStarts": 1, "nodeName": "node-1"});
+    let action = plan(&ws(stopped, evicted("pod-uid-1")), None, now(), &settings);
+    let Action::RecordEviction { status, note } = action else {
+        panic!("want the eviction recorded, got {action:?}");
+    };
+    assert_eq!(status.phase, Some(WorkspacePhase::Pending));
+    assert_eq!(
+        status.last_eviction.as_ref().map(|r| r.pod_uid.as_str()),
+        Some("pod-uid-1")
+    );
+    assert_eq!(
+        note,
+        "kubernetes-admin evicted it from node node-1; its work was saved and it starts again on another node"
+    );
+    let ready = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .expect("Ready");
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("False", "Evicted")
+    );
+
+    // Next pass: the pod is created again, its start number after the last one.
+    let pending = serde_json::to_value(&*status).expect("status");
+    let restarting = ws(pending, evicted("pod-uid-1"));
+    assert_eq!(
+        kind(&plan(&restarting, None, now(), &settings)),
+        "CreatePod { start: 2, recreation: None }"
+    );
+    // The new pod (another UID) is not stopped by the old eviction.
+    let mut running = restarting.clone();
+    running.status = Some(serde_json::from_value(running_status()).expect("status"));
+    let new_pod = pod(json!({"phase": "Running"}), json!({"uid": "pod-uid-2"}));
+    assert!(!matches!(
+        settle(running, Some(&new_pod)),
+        Action::DeletePod { .. }
+    ));
+}
+
+fn running_status() -> Value {
+    json!({"phase": "Running", "podStarts": 2, "podName": "ws-alice", "nodeName": "node-2",
+           "lastEviction": serde_json::from_str::<Value>(&record("pod-uid-1")).expect("json")})
+}
+
+#[test]
+fn what_a_workspace_without_its_pod_does_about_an_eviction() {
+    let settings = Settings::default();
+    let stopped = json!({"phase": "Stopped", "podStarts": 1});
+    let acted = json!({"phase": "Stopped", "podStarts": 1,
+                       "lastEviction": serde_json::from_str::<Value>(&record("pod-uid-1")).expect("json")});
+    let mut stop_spec = ws(stopped.clone(), evicted("pod-uid-1"));
+    stop_spec.spec.on_eviction = Some(lifeguard_api::eviction::OnEviction::Stop);
+    let cases = [
+        (
+            "onEviction: Stop",
+            stop_spec,
+            "RecordEviction(Some(Stopped))",
+        ),
+        (
+            "acted on already, stopped again since",
+            ws(acted, evicted("pod-uid-1")),
+            "Idle",
+        ),
+        (
+            "a drain window stopped it too: the window's stop stands",
+            ws(
+                stopped.clone(),
+                json!({"annotations": {"lifeguard.dev/eviction": record("pod-uid-1"),
+                                       "lifeguard.dev/drained-by": "upgrade"}}),
+            ),
+            "Idle",
+        ),
+        (
+            "the Workspace is being deleted",
+            ws(
+                stopped,
+                json!({"annotations": {"lifeguard.dev/eviction": record("pod-uid-1")},
+                       "deletionTimestamp": "2026-12-01T11:59:30Z"}),
+            ),
+            "RemoveWorkspaceFinalizer",
+        ),
+    ];
+    for (what, workspace, want) in cases {
+        let action = plan(&workspace, None, now(), &settings);
+        let got = match &action {
+            Action::RecordEviction { status, .. } => format!("RecordEviction({:?})", status.phase),
+            other => kind(other),
+        };
+        assert_eq!(got, want, "{what}");
+    }
+}

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, GetParams, ListParams, PostParams};
 use kube::{Client, ResourceExt};
 use tokio::time::{Instant, timeout_at};
 
@@ -89,7 +89,12 @@ impl ContainerProbe {
     /// Reads the Node: cordoned, or the uid that owns this turn's probe pod. An error is
     /// API trouble, which says nothing about the node.
     pub async fn turn(&self) -> Result<Turn, String> {
-        let node = tokio::time::timeout(self.deadline, self.nodes.get(&self.node))
+        // From the API server's watch cache (resourceVersion 0): one read per node per
+        // interval must not reach etcd; a cordon seen a moment late costs one probe pod,
+        // which the drain evicts.
+        let params = GetParams::any();
+        let read = self.nodes.get_with(&self.node, &params);
+        let node = tokio::time::timeout(self.deadline, read)
             .await
             .map_err(|_| "API server did not answer".to_string())?
             .map_err(|e| describe(&e))?;

@@ -490,6 +490,38 @@ mod tests {
     }
 
     #[test]
+    fn parses_an_eviction_with_its_pod_and_whether_it_is_a_dry_run() {
+        for (dry_run, want) in [
+            (json!(true), true),
+            (json!(false), false),
+            (Value::Null, false),
+        ] {
+            let mut request = json!({
+                "uid": "u-2", "kind": {"group": "policy", "version": "v1", "kind": "Eviction"},
+                "resource": {"group": "", "version": "v1", "resource": "pods"},
+                "subResource": "eviction",
+                "operation": "CREATE", "namespace": "team-a", "name": "ws-alice",
+                "userInfo": {"username": "system:serviceaccount:kube-system:cluster-autoscaler"},
+                "object": {"apiVersion": "policy/v1", "kind": "Eviction",
+                           "metadata": {"name": "ws-alice", "namespace": "team-a"}},
+            });
+            if !dry_run.is_null() {
+                request["dryRun"] = dry_run;
+            }
+            let request = parse(&review(request)).expect("valid review");
+            assert_eq!(
+                (
+                    request.group.as_str(),
+                    request.kind.as_str(),
+                    request.name.as_deref()
+                ),
+                ("policy", "Eviction", Some("ws-alice"))
+            );
+            assert_eq!(request.dry_run, want);
+        }
+    }
+
+    #[test]
     fn keeps_of_the_metadata_only_what_a_decision_reads() {
         let body = review(json!({
             "uid": "u-1", "kind": {"group": "", "version": "v1", "kind": "Pod"},

@@ -131,6 +131,11 @@ pub struct Config {
     /// budget slot before the disposal timeouts even start.
     #[arg(long, env = "LIFEGUARD_MAX_GRACE_PERIOD", default_value = "5m", value_parser = parse_duration)]
     pub max_grace_period: SignedDuration,
+    /// Evicted workspace pods (kubectl drain, node upgrades, autoscalers) stopped at once
+    /// per node, disposal included: at most this many backup-agent saves per node; the
+    /// other evictions are answered 429 until a slot is free.
+    #[arg(long, env = "LIFEGUARD_EVICTION_MAX_PER_NODE", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    pub eviction_max_per_node: u32,
     #[arg(long, env = "LIFEGUARD_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
     /// Prometheus that drain gates (`spec.holdWhile.prometheus`) ask, http://host:port[/prefix].
@@ -215,6 +220,7 @@ impl Config {
         }
         Ok(Settings {
             max_grace_period: self.max_grace_period,
+            eviction_max_per_node: self.eviction_max_per_node,
             start_timeout: self.start_timeout,
             stuck_terminating_after: self.stuck_terminating_after,
             backoff: self.backoff,

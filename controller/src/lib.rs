@@ -88,6 +88,9 @@ pub struct Context {
     pub surveys: window::pacing::SurveyPacer,
     /// What the watch of Workspaces shows of each, for the windows' surveys.
     pub survey_index: window::survey_index::SurveyIndex,
+    /// Held from counting a node's evicted pods being stopped to deleting one more, so
+    /// concurrent reconciles never exceed `--eviction-max-per-node`.
+    pub eviction_gate: tokio::sync::Mutex<()>,
 }
 
 impl Context {

@@ -262,6 +262,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         phases: PhaseTally::default(),
         surveys: window::pacing::SurveyPacer::default(),
         survey_index: survey_index.clone(),
+        eviction_gate: tokio::sync::Mutex::new(()),
     });
     // Only the identity of each Workspace is cached for the reconciler, which reads it
     // fresh: managedFields alone would be most of a cached object's memory. The watch

@@ -7,7 +7,7 @@
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use lifeguard_api::eviction::{self, EvictionRecord, OnEviction, REASON_EVICTED};
-use lifeguard_api::names::DRAINED_BY_ANNOTATION;
+use lifeguard_api::names::{DRAINED_BY_ANNOTATION, POD_FINALIZER};
 use lifeguard_api::workspace::condition;
 use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceStatus};
 
@@ -75,6 +75,34 @@ pub fn after_pod_gone(ws: &Workspace, now: Timestamp) -> Option<(WorkspaceStatus
         now,
     );
     Some((next, message))
+}
+
+/// Whether this pod's stop is an eviction's (not a deletion's or a drain window's, which
+/// have their own budgets): only those wait for the node's eviction budget.
+pub fn budgeted(ws: &Workspace, pod: &Pod) -> bool {
+    let drained = ws
+        .metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(DRAINED_BY_ANNOTATION));
+    ws.metadata.deletion_timestamp.is_none() && !drained && stopping(ws, pod).is_some()
+}
+
+/// Whether another evicted pod may be stopped on a node whose workspace pods are
+/// `on_node`: fewer than `budget` of them are being stopped (deleted, still held by
+/// lifeguard's finalizer, so still being saved).
+pub fn budget_allows(on_node: &[Pod], budget: u32) -> bool {
+    let in_flight = on_node
+        .iter()
+        .filter(|p| {
+            p.metadata.deletion_timestamp.is_some()
+                && p.metadata
+                    .finalizers
+                    .as_ref()
+                    .is_some_and(|f| f.iter().any(|f| f == POD_FINALIZER))
+        })
+        .count();
+    in_flight < budget as usize
 }
 
 /// A workspace restarted after an eviction, waiting for its new pod.

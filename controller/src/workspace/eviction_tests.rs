@@ -175,3 +175,89 @@ fn what_a_workspace_without_its_pod_does_about_an_eviction() {
         assert_eq!(got, want, "{what}");
     }
 }
+
+#[test]
+fn a_node_stops_at_most_its_budget_of_evicted_pods_at_once() {
+    use crate::workspace::eviction::budget_allows;
+    let held_deleting = || {
+        pod(
+            json!({"phase": "Running"}),
+            json!({"deletionTimestamp": "2026-12-01T11:59:50Z"}),
+        )
+    };
+    let released_deleting = || {
+        pod(
+            json!({"phase": "Succeeded"}),
+            json!({"deletionTimestamp": "2026-12-01T11:59:50Z", "finalizers": []}),
+        )
+    };
+    let cases = [
+        (
+            "nothing being stopped",
+            vec![running_pod(), running_pod()],
+            1,
+            true,
+        ),
+        (
+            "one being saved, budget 1",
+            vec![held_deleting(), running_pod()],
+            1,
+            false,
+        ),
+        (
+            "one being saved, budget 2",
+            vec![held_deleting(), running_pod()],
+            2,
+            true,
+        ),
+        (
+            "two being saved, budget 2",
+            vec![held_deleting(), held_deleting()],
+            2,
+            false,
+        ),
+        (
+            "released pods no longer count",
+            vec![released_deleting(), released_deleting()],
+            1,
+            true,
+        ),
+    ];
+    for (what, on_node, budget, want) in cases {
+        assert_eq!(budget_allows(&on_node, budget), want, "{what}");
+    }
+}
+
+#[test]
+fn only_an_evictions_own_stop_waits_for_the_budget() {
+    use crate::workspace::eviction::budgeted;
+    let cases = [
+        ("evicted", ws(running(), evicted("pod-uid-1")), true),
+        (
+            "an earlier pod's eviction",
+            ws(running(), evicted("pod-uid-0")),
+            false,
+        ),
+        (
+            "drained by a window too: the window's budget counts it",
+            ws(
+                running(),
+                json!({"annotations": {"lifeguard.dev/eviction": record("pod-uid-1"),
+                                       "lifeguard.dev/drained-by": "upgrade"}}),
+            ),
+            false,
+        ),
+        (
+            "the Workspace is being deleted",
+            ws(
+                running(),
+                json!({"annotations": {"lifeguard.dev/eviction": record("pod-uid-1")},
+                       "deletionTimestamp": "2026-12-01T11:59:30Z"}),
+            ),
+            false,
+        ),
+    ];
+    for (what, workspace, want) in cases {
+        assert_eq!(budgeted(&workspace, &running_pod()), want, "{what}");
+    }
+}

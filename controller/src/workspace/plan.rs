@@ -68,6 +68,9 @@ pub struct Settings {
     /// template's own would otherwise hold a drain's budget slot as long as its author
     /// likes, since every timeout of a stop counts from the end of the grace period.
     pub max_grace_period: SignedDuration,
+    /// Evicted workspace pods stopped at once per node (`eviction::budget_allows`); the
+    /// evictions of the others are answered 429 meanwhile.
+    pub eviction_max_per_node: u32,
 }
 
 impl Default for Settings {
@@ -89,6 +92,7 @@ impl Default for Settings {
             start_timeout: SignedDuration::from_mins(10),
             stuck_terminating_after: SignedDuration::from_mins(1),
             max_grace_period: SignedDuration::from_mins(5),
+            eviction_max_per_node: 2,
         }
     }
 }

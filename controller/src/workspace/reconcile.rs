@@ -32,7 +32,7 @@ use crate::workspace::plan::{
     record_create_refusal,
 };
 use crate::workspace::pod_writes::{self, PodView, delete_pod};
-use crate::workspace::{observe, pod_read, start_latency};
+use crate::workspace::{eviction, observe, pod_read, start_latency};
 use crate::{Context, Error, FIELD_MANAGER};
 
 /// How soon to look again after a write: the watch event usually comes first.
@@ -523,6 +523,15 @@ async fn reconcile_plan(
         } => {
             let grace = grace_seconds.map(|g| g as u32);
             if let Some(pod) = &pod {
+                let _slot = if eviction::budgeted(ws, pod) {
+                    let slot = ctx.eviction_gate.lock().await;
+                    if !eviction_slot_free(ctx, pod).await? {
+                        return Ok(Pass::Done(Requeue::requeue(EVICTION_BUDGET_RECHECK)));
+                    }
+                    Some(slot)
+                } else {
+                    None
+                };
                 let deletion = delete_pod(ctx, pods, pod, grace).await?;
                 if let Deletion::Deleted(_) = deletion {
                     let note = format!("deleted pod {}: {cause}", pod.name_any());
@@ -625,6 +634,26 @@ fn count_removal(ctx: &Context, kind: &str, removal: Removal) {
             .with_label_values(&[kind])
             .inc_by(conflicts as u64);
     }
+}
+
+/// How often an evicted workspace waiting for its node's eviction budget looks again.
+const EVICTION_BUDGET_RECHECK: Duration = Duration::from_secs(2);
+
+/// Whether the node of evicted `pod` has a free eviction slot (`--eviction-max-per-node`),
+/// by a fresh list of the workspace pods on that node.
+async fn eviction_slot_free(ctx: &Context, pod: &Pod) -> Result<bool, Error> {
+    let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) else {
+        return Ok(true);
+    };
+    let all: Api<Pod> = Api::all(ctx.client.clone());
+    let params = kube::api::ListParams::default()
+        .labels(lifeguard_api::names::WORKSPACE_LABEL)
+        .fields(&format!("spec.nodeName={node}"));
+    let on_node = all.list(&params).await?.items;
+    Ok(eviction::budget_allows(
+        &on_node,
+        ctx.settings.eviction_max_per_node,
+    ))
 }
 
 async fn create_pod(

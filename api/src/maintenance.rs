@@ -257,6 +257,10 @@ pub struct HoldStatus {
     /// True once `maxHold` has passed: the drain proceeds for the rest of the occurrence.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub expired: bool,
+    /// True while no gate holds after one did this occurrence: the drain proceeds, and
+    /// `since` is kept, so a gate that clears and holds again does not restart `maxHold`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cleared: bool,
 }
 
 /// What a `Warn` or `DryRun` window would have done had it been `Enforce`.

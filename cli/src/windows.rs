@@ -108,12 +108,16 @@ pub fn window_row(window: &MaintenanceWindow, now: Timestamp) -> WindowRow {
         workspaces_remaining: status.workspaces_remaining,
         workspaces_postponed: status.workspaces_postponed,
         workspaces_resuming: status.workspaces_resuming,
-        hold: status.hold.as_ref().map(|h| HoldRow {
-            gate: h.gate.clone(),
-            since: rfc3339(h.since.0),
-            message: h.message.clone(),
-            expired: h.expired,
-        }),
+        hold: status
+            .hold
+            .as_ref()
+            .filter(|h| !h.cleared)
+            .map(|h| HoldRow {
+                gate: h.gate.clone(),
+                since: rfc3339(h.since.0),
+                message: h.message.clone(),
+                expired: h.expired,
+            }),
         drained: crate::drain::drained(window, now),
         notice: window.spec.notice.clone(),
         workspaces_notified: status.workspaces_notified,

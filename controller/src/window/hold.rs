@@ -4,9 +4,12 @@
 //!
 //! A gate that cannot be evaluated holds (draining while the backup store may be down is
 //! what the gate exists to prevent), within `maxHold`. The hold's `since` lives in the
-//! window's status, so a restarted controller counts `maxHold` from the same instant. Once
-//! `maxHold` has let a drain go, it proceeds for the rest of the occurrence: a gate that
-//! kept firing would otherwise hold it again at once.
+//! window's status, so a restarted controller counts `maxHold` from the same instant. It is
+//! the first hold's of the occurrence: a gate that clears for a pass and holds again (a
+//! tenant recreating a matching pod, a flapping alert) does not restart the clock, so the
+//! holds of one occurrence together last at most `maxHold`. Once `maxHold` has let a drain
+//! go, it proceeds for the rest of the occurrence: a gate that kept firing would otherwise
+//! hold it again at once.
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -86,7 +89,11 @@ pub fn decide(
     let Some((gate, message)) = holding else {
         return Decision {
             held: false,
-            hold: None,
+            hold: kept.map(|h| HoldStatus {
+                message: "no gate holds the drain".to_string(),
+                cleared: true,
+                ..h.clone()
+            }),
             expired_now: None,
         };
     };
@@ -99,6 +106,7 @@ pub fn decide(
             since: Time(since),
             message,
             expired,
+            cleared: false,
         }),
         expired_now: expired.then_some(gate),
     }
@@ -126,6 +134,14 @@ pub fn settle(
             false,
             condition::REASON_GATES_CLEAR.to_string(),
             "no gate holds the drain".to_string(),
+        ),
+        Some(hold) if hold.cleared && !hold.expired => (
+            false,
+            condition::REASON_GATES_CLEAR.to_string(),
+            format!(
+                "no gate holds the drain; held by {} earlier this occurrence, so maxHold counts from {}",
+                hold.gate, hold.since.0
+            ),
         ),
         Some(hold) if hold.expired => (
             false,

@@ -17,6 +17,14 @@ fn kept(gate: &str, since: &str, expired: bool) -> HoldStatus {
         since: Time(at(since)),
         message: "kept".to_string(),
         expired,
+        cleared: false,
+    }
+}
+
+fn cleared(gate: &str, since: &str) -> HoldStatus {
+    HoldStatus {
+        cleared: true,
+        ..kept(gate, since, false)
     }
 }
 
@@ -169,9 +177,48 @@ fn the_hold_follows_the_gates_and_ends_at_max_hold() {
             ),
         ),
         (
-            "released: the hold goes",
+            "released: not held, but since is kept for the rest of the occurrence",
             vec![clear(Gate::Pods)],
             Some(kept("pods", "2026-12-01T22:15:00Z", false)),
+            max,
+            (
+                false,
+                Some("pods"),
+                Some("2026-12-01T22:15:00Z"),
+                false,
+                false,
+            ),
+        ),
+        (
+            "held again after a clear pass: maxHold counts from the first hold",
+            vec![backup()],
+            Some(cleared("pods", "2026-12-01T22:05:00Z")),
+            max,
+            (
+                false,
+                Some("pods"),
+                Some("2026-12-01T22:05:00Z"),
+                true,
+                true,
+            ),
+        ),
+        (
+            "held again, within maxHold of the first hold: held",
+            vec![firing()],
+            Some(cleared("pods", "2026-12-01T22:20:00Z")),
+            max,
+            (
+                true,
+                Some("prometheus"),
+                Some("2026-12-01T22:20:00Z"),
+                false,
+                false,
+            ),
+        ),
+        (
+            "cleared in an earlier occurrence: forgotten",
+            vec![clear(Gate::Pods)],
+            Some(cleared("pods", "2026-11-30T22:05:00Z")),
             max,
             (false, None, None, false, false),
         ),

@@ -400,6 +400,8 @@ fn kubectl(args: &[&str]) -> anyhow::Result<String> {
 }
 
 const NODE_2_WORKSPACES: [&str; 3] = ["dr-a", "dr-b", "dr-c"];
+/// The controller's `--eviction-max-per-node` default, which the local cluster keeps.
+const EVICTION_MAX_PER_NODE: usize = 2;
 
 #[tokio::test]
 #[ignore = "disruptive: drains node 2; test-all runs it alone with --ignored"]
@@ -448,6 +450,10 @@ async fn kubectl_drain_without_force_saves_every_workspace_and_brings_it_back_el
             nothing_terminating(&pods).await?;
             let most = times.lock().map(|t| t.most_held).unwrap_or(0);
             eprintln!("most workspace pods held in deletion at once: {most}");
+            ensure!(
+                most <= EVICTION_MAX_PER_NODE,
+                "{most} evicted pods were being stopped at once; the node's budget is {EVICTION_MAX_PER_NODE}"
+            );
             print_timelines("kubectl drain of node 2", &timelines);
             anyhow::Ok(())
         }

@@ -13,7 +13,9 @@ start() {
     return 0
   fi
   printf '\n=== %s start %s\n' "$(date -Is)" "$name" >>"$LG_LOGS/$name.log"
-  setsid "$@" >>"$LG_LOGS/$name.log" 2>&1 </dev/null &
+  # Descriptors 3-9 are closed: a daemon must not keep what its starter held open (a lock
+  # taken with `flock FILE ./local-up` would otherwise stay held as long as the daemon runs).
+  setsid "$@" >>"$LG_LOGS/$name.log" 2>&1 </dev/null 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
   echo $! >"$LG_RUN/$name.pid"
 }
 

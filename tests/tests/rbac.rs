@@ -71,7 +71,7 @@ async fn check(account: &str, allow: &[Request], deny: &[Request]) -> anyhow::Re
 }
 
 #[tokio::test]
-async fn the_webhook_reads_windows_and_keeps_only_its_own_certificate() {
+async fn the_webhook_reads_windows_and_workspace_pods_and_keeps_only_its_own_certificate() {
     let allow: &[Request] = &[
         ("list", "lifeguard.dev", "maintenancewindows", "", ""),
         ("get", "", "namespaces", "", "team-a"),
@@ -89,6 +89,11 @@ async fn the_webhook_reads_windows_and_keeps_only_its_own_certificate() {
             LIFEGUARD_NAMESPACE,
             "lifeguard-webhook-tls",
         ),
+        // Evictions of workspace pods (webhook/src/eviction.rs): the pod and its Workspace
+        // are read, and the first eviction is recorded on the Workspace.
+        ("get", "", "pods", "team-a", "ws-alice"),
+        ("get", "lifeguard.dev", "workspaces", "team-a", "alice"),
+        ("patch", "lifeguard.dev", "workspaces", "team-a", "alice"),
     ];
     let deny: &[Request] = &[
         (
@@ -131,7 +136,17 @@ async fn the_webhook_reads_windows_and_keeps_only_its_own_certificate() {
             "",
             "lifeguard-validate",
         ),
-        ("patch", "lifeguard.dev", "workspaces", "team-a", ""),
+        ("update", "lifeguard.dev", "workspaces", "team-a", "alice"),
+        (
+            "patch",
+            "lifeguard.dev",
+            "workspaces/status",
+            "team-a",
+            "alice",
+        ),
+        ("list", "", "pods", "team-a", ""),
+        ("patch", "", "pods", "team-a", "ws-alice"),
+        ("delete", "", "pods", "team-a", "ws-alice"),
         ("create", "", "pods", "team-a", ""),
     ];
     check("lifeguard-webhook", allow, deny).await.unwrap();

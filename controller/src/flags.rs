@@ -143,6 +143,12 @@ pub struct Config {
     /// drain (within its maxHold).
     #[arg(long, env = "LIFEGUARD_PROMETHEUS_URL")]
     pub prometheus_url: Option<String>,
+    /// The namespaces a window's pods gate (`spec.holdWhile.pods`) looks in, as a label
+    /// selector on Namespaces, e.g. `lifeguard.dev/backups=true`: the administrator's, since
+    /// a tenant who could run a matching pod could hold any drain. Unset: the pods gate
+    /// cannot be evaluated and holds the drain (within its maxHold).
+    #[arg(long, env = "LIFEGUARD_PODS_GATE_NAMESPACES")]
+    pub pods_gate_namespaces: Option<String>,
     /// Where notifications go (`http://` or `https://` with the system's CA roots): a JSON
     /// document per window start and end, notice and drain stop (docs/operations.md,
     /// "Notifications"). Off by default.
@@ -177,6 +183,20 @@ pub struct Config {
     pub notify_cluster: Option<String>,
 }
 
+/// `key=value[,key=value...]` as a selector that matches labels holding all of them.
+fn label_equalities(text: &str) -> Result<kube::core::Selector, String> {
+    text.split(',')
+        .map(|pair| match pair.trim().split_once('=') {
+            Some((key, value)) if !key.trim().is_empty() => {
+                Ok((key.trim().to_string(), value.trim().to_string()))
+            }
+            _ => Err(format!(
+                "{pair:?} is not key=value (a comma-separated list of label equalities, e.g. lifeguard.dev/backups=true)"
+            )),
+        })
+        .collect()
+}
+
 /// The highest `--max-grace-period`: a stop held longer than an hour is a stuck drain.
 const MAX_GRACE_PERIOD: SignedDuration = SignedDuration::from_hours(1);
 
@@ -195,6 +215,8 @@ pub enum ConfigError {
     StuckTerminatingAfter(SignedDuration),
     #[error("--max-grace-period ({0:#}) must be between 0s and 1h")]
     MaxGracePeriod(SignedDuration),
+    #[error("--pods-gate-namespaces: {0}")]
+    PodsGateNamespaces(String),
 }
 
 impl Config {
@@ -218,7 +240,12 @@ impl Config {
         if self.max_grace_period.is_negative() || self.max_grace_period > MAX_GRACE_PERIOD {
             return Err(ConfigError::MaxGracePeriod(self.max_grace_period));
         }
+        let pods_gate_namespaces = match self.pods_gate_namespaces.as_deref() {
+            None => None,
+            Some(text) => Some(label_equalities(text).map_err(ConfigError::PodsGateNamespaces)?),
+        };
         Ok(Settings {
+            pods_gate_namespaces,
             max_grace_period: self.max_grace_period,
             eviction_max_per_node: self.eviction_max_per_node,
             start_timeout: self.start_timeout,
@@ -335,5 +362,13 @@ mod tests {
         );
         let ok = settings(&["--max-grace-period=0s"]).expect("zero: stops without grace");
         assert_eq!(ok.max_grace_period, SignedDuration::ZERO);
+        let ok = settings(&["--pods-gate-namespaces=lifeguard.dev/backups=true"]).expect("ok");
+        assert!(ok.pods_gate_namespaces.is_some());
+        assert!(settings(&[]).is_ok_and(|s| s.pods_gate_namespaces.is_none()));
+        let err = settings(&["--pods-gate-namespaces=backups"]).expect_err("bad selector");
+        assert!(
+            err.to_string().starts_with("--pods-gate-namespaces: "),
+            "{err}"
+        );
     }
 }

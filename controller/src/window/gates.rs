@@ -6,22 +6,24 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
+use kube::core::{Selector, SelectorExt};
 use lifeguard_api::hold::Gates;
-use lifeguard_api::window::CompiledWindow;
 use lifeguard_runtime::pages::Pages;
 
 use super::hold::{Answer, Gate};
 use super::prometheus::Prometheus;
 
-/// Pods per page while looking for a running blocker in a covered namespace.
+/// Pods per page while looking for a running blocker in a gate namespace.
 const PAGE: u32 = 500;
 
-/// Each configured gate's answer, Prometheus first.
+/// Each configured gate's answer, Prometheus first. The pods gate looks only in the
+/// namespaces `gate_namespaces` selects (`--pods-gate-namespaces`), labelled as
+/// `namespace_labels` says.
 pub async fn ask(
     client: &kube::Client,
     prometheus: Option<&Prometheus>,
-    window: &CompiledWindow,
     gates: &Gates,
+    gate_namespaces: Option<&Selector>,
     namespace_labels: &BTreeMap<String, BTreeMap<String, String>>,
 ) -> Vec<(Gate, Answer)> {
     let mut answers = Vec::new();
@@ -37,21 +39,35 @@ pub async fn ask(
         answers.push((Gate::Prometheus, answer));
     }
     if let Some(selector) = &gates.pods {
-        let answer = match running_blocker(client, window, selector, namespace_labels).await {
-            Ok(None) => Answer::Clear,
-            Ok(Some(pod)) => Answer::Holds(format!("pod {pod} ({selector}) is Running")),
-            Err(e) => Answer::Unknown(format!("listing pods ({selector}): {e}")),
+        let answer = match gate_namespaces {
+            None => Answer::Unknown(
+                "the controller has no --pods-gate-namespaces to look in".to_string(),
+            ),
+            Some(namespaces) => {
+                match running_blocker(client, selector, namespaces, namespace_labels).await {
+                    Ok(None) => Answer::Clear,
+                    Ok(Some(pod)) => Answer::Holds(format!("pod {pod} ({selector}) is Running")),
+                    Err(e) => Answer::Unknown(format!("listing pods ({selector}): {e}")),
+                }
+            }
         };
         answers.push((Gate::Pods, answer));
     }
     answers
 }
 
-/// The first Running pod matching `selector` in a namespace the window covers.
+/// Whether the pods gate looks in a namespace labelled `labels`: only where the
+/// administrator said (`--pods-gate-namespaces`), never in a namespace merely because a
+/// window covers it: a tenant who may run a pod there could hold every drain.
+pub fn gate_looks_in(gate_namespaces: &Selector, labels: &BTreeMap<String, String>) -> bool {
+    gate_namespaces.matches(labels)
+}
+
+/// The first Running pod matching `selector` in a namespace `gate_namespaces` selects.
 async fn running_blocker(
     client: &kube::Client,
-    window: &CompiledWindow,
-    selector: &kube::core::Selector,
+    selector: &Selector,
+    gate_namespaces: &Selector,
     namespace_labels: &BTreeMap<String, BTreeMap<String, String>>,
 ) -> Result<Option<String>, kube::Error> {
     let api: Api<Pod> = Api::all(client.clone());
@@ -64,8 +80,10 @@ async fn running_blocker(
     while let Some(page) = pages.next_metadata(&api).await? {
         let found = page.into_iter().find(|pod| {
             let namespace = pod.namespace().unwrap_or_default();
-            !window.selects_namespaces()
-                || window.covers_namespace(namespace_labels.get(&namespace).unwrap_or(&empty))
+            gate_looks_in(
+                gate_namespaces,
+                namespace_labels.get(&namespace).unwrap_or(&empty),
+            )
         });
         if let Some(pod) = found {
             return Ok(Some(format!(
@@ -103,7 +121,8 @@ pub async fn hold_drain(
     let answers = if drain.remaining == 0 {
         Vec::new()
     } else {
-        let namespaces = if gates.pods.is_some() && window.selects_namespaces() {
+        let gate_namespaces = ctx.settings.pods_gate_namespaces.as_ref();
+        let namespaces = if gates.pods.is_some() && gate_namespaces.is_some() {
             super::reconcile::namespace_labels(ctx).await?
         } else {
             BTreeMap::new()
@@ -111,8 +130,8 @@ pub async fn hold_drain(
         ask(
             &ctx.client,
             ctx.prometheus.as_ref(),
-            window,
             gates,
+            gate_namespaces,
             &namespaces,
         )
         .await
@@ -168,4 +187,37 @@ pub async fn record(
         ),
     )
     .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pods_gate_looks_only_where_the_administrator_said() {
+        let backups = Selector::from_iter([("lifeguard.dev/backups", "true")]);
+        let labels = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        // (what, the namespace's labels, looked in)
+        let cases = [
+            (
+                "the administrator's",
+                labels(&[("lifeguard.dev/backups", "true")]),
+                true,
+            ),
+            (
+                "a tenant's, covered by the window",
+                labels(&[("team", "a")]),
+                false,
+            ),
+            ("no labels", labels(&[]), false),
+        ];
+        for (what, namespace, want) in cases {
+            assert_eq!(gate_looks_in(&backups, &namespace), want, "{what}");
+        }
+    }
 }

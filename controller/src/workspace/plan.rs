@@ -71,6 +71,9 @@ pub struct Settings {
     /// Evicted workspace pods stopped at once per node (`eviction::budget_allows`); the
     /// evictions of the others are answered 429 meanwhile.
     pub eviction_max_per_node: u32,
+    /// The namespaces a window's pods gate looks in (`window::gates`); `None`: it cannot be
+    /// evaluated, and holds.
+    pub pods_gate_namespaces: Option<kube::core::Selector>,
 }
 
 impl Default for Settings {
@@ -92,6 +95,7 @@ impl Default for Settings {
             start_timeout: SignedDuration::from_mins(10),
             stuck_terminating_after: SignedDuration::from_mins(1),
             max_grace_period: SignedDuration::from_mins(5),
+            pods_gate_namespaces: None,
             eviction_max_per_node: 2,
         }
     }

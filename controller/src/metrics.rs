@@ -38,6 +38,9 @@ pub struct Metrics {
     pub workspace_starts: HistogramVec,
     pub start_failures: IntCounterVec,
     pub pods_force_deleted: IntCounterVec,
+    /// Workspace pods created whose tolerations let them onto nodes lifeguard tainted, by
+    /// taint key (`podspec::tolerated_lifeguard_taints`).
+    pub taints_tolerated: IntCounterVec,
     /// How long each window's survey of the Workspaces took, by where it was taken from
     /// (`window::pacing`, `window::survey_index`).
     pub window_surveys: prometheus::HistogramVec,
@@ -181,6 +184,12 @@ impl Metrics {
                 "Released workspace pods deleted without grace because they stayed Terminating past their grace period plus --stuck-terminating-after with no container running.",
                 &[],
             )?,
+            // `taint` is one of lifeguard's two taint keys: a fixed set.
+            taints_tolerated: counter(
+                "lifeguard_controller_workspace_pods_tolerating_taints_total",
+                "Workspace pods created whose template tolerates a taint lifeguard puts on nodes it does not trust (lifeguard.dev/unhealthy, lifeguard.dev/unproven), by taint: they may be scheduled there.",
+                &["taint"],
+            )?,
             // From a page of a few workspaces (milliseconds) to 10,000 on a busy API server.
             window_surveys: prometheus::HistogramVec::new(
                 HistogramOpts::new(
@@ -216,6 +225,7 @@ impl Metrics {
             &m.disposals_unconfirmed,
             &m.start_failures,
             &m.pods_force_deleted,
+            &m.taints_tolerated,
         ] {
             m.registry.register(Box::new(c.clone()))?;
         }

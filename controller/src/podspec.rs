@@ -8,8 +8,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, ResourceExt};
 use lifeguard_api::Workspace;
 use lifeguard_api::names::{
-    GENERATION_ANNOTATION, POD_FINALIZER, RECREATION_ANNOTATION, START_ANNOTATION, WORKSPACE_LABEL,
-    WORKSPACE_LABELS_ANNOTATION, is_lifeguard_key, pod_name,
+    GENERATION_ANNOTATION, NODE_TAINT_KEY, NODE_UNPROVEN_KEY, POD_FINALIZER, RECREATION_ANNOTATION,
+    START_ANNOTATION, WORKSPACE_LABEL, WORKSPACE_LABELS_ANNOTATION, is_lifeguard_key, pod_name,
 };
 
 /// The workspace's pod: its template plus our name, label, annotations, finalizer and an
@@ -90,6 +90,34 @@ pub fn delete_grace_seconds(pod: &Pod, max: SignedDuration) -> Option<i64> {
         .unwrap_or(KUBERNETES_DEFAULT_GRACE_SECONDS);
     let max = max.as_secs().max(0);
     (own > max).then_some(max)
+}
+
+/// Which of lifeguard's node taints (`lifeguard.dev/unhealthy`, `lifeguard.dev/unproven`,
+/// both `NoSchedule`) `pod`'s tolerations tolerate: such a pod may be scheduled onto a node
+/// lifeguard does not trust, which its author should hear about. A toleration of every key
+/// (`operator: Exists` without a key) tolerates both.
+pub fn tolerated_lifeguard_taints(pod: &Pod) -> Vec<&'static str> {
+    let tolerations = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.tolerations.as_deref())
+        .unwrap_or_default();
+    [NODE_TAINT_KEY, NODE_UNPROVEN_KEY]
+        .into_iter()
+        .filter(|key| {
+            tolerations.iter().any(|t| {
+                let effect_matches = t
+                    .effect
+                    .as_deref()
+                    .is_none_or(|e| e.is_empty() || e == "NoSchedule");
+                let key_matches = match t.key.as_deref() {
+                    None | Some("") => t.operator.as_deref() == Some("Exists"),
+                    Some(k) => k == *key,
+                };
+                effect_matches && key_matches
+            })
+        })
+        .collect()
 }
 
 /// The node label the avoidance matches (the well-known label every kubelet sets).
@@ -309,6 +337,55 @@ mod tests {
             cap_grace_period(&mut capped, max);
             let got = capped.spec.and_then(|s| s.termination_grace_period_seconds);
             assert_eq!(got, want_spec, "{what}");
+        }
+    }
+
+    #[test]
+    fn tolerations_that_defeat_lifeguards_taints_are_found() {
+        let pod = |tolerations: serde_json::Value| -> Pod {
+            serde_json::from_value(json!({"spec": {"containers": [], "tolerations": tolerations}}))
+                .expect("pod literal")
+        };
+        // (what, tolerations, lifeguard taints tolerated)
+        let cases: [(&str, serde_json::Value, &[&str]); 7] = [
+            ("none", json!([]), &[]),
+            (
+                "the unhealthy taint by key",
+                json!([{"key": NODE_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}]),
+                &[NODE_TAINT_KEY],
+            ),
+            (
+                "the unproven taint, any effect",
+                json!([{"key": NODE_UNPROVEN_KEY, "operator": "Exists"}]),
+                &[NODE_UNPROVEN_KEY],
+            ),
+            (
+                "every taint (operator Exists, no key)",
+                json!([{"operator": "Exists"}]),
+                &[NODE_TAINT_KEY, NODE_UNPROVEN_KEY],
+            ),
+            (
+                "another NoExecute taint only",
+                json!([{"key": NODE_TAINT_KEY, "operator": "Exists", "effect": "NoExecute"}]),
+                &[],
+            ),
+            (
+                "someone else's taint",
+                json!([{"key": "gpu", "operator": "Exists"}]),
+                &[],
+            ),
+            (
+                "no key but operator Equal: tolerates nothing of ours",
+                json!([{"operator": "Equal", "value": "x"}]),
+                &[],
+            ),
+        ];
+        for (what, tolerations, want) in cases {
+            assert_eq!(
+                tolerated_lifeguard_taints(&pod(tolerations)),
+                want,
+                "{what}"
+            );
         }
     }
 }

@@ -693,6 +693,21 @@ async fn create_pod(
         }
         Err(e) => return Err(e.into()),
     };
+    let tolerated = podspec::tolerated_lifeguard_taints(&created);
+    if !tolerated.is_empty() {
+        for taint in &tolerated {
+            ctx.metrics
+                .taints_tolerated
+                .with_label_values(&[*taint])
+                .inc();
+        }
+        let note = format!(
+            "the pod template tolerates {}: the pod may be scheduled onto a node lifeguard's prober found unhealthy or has not proven yet; remove the toleration unless that is wanted",
+            tolerated.join(" and ")
+        );
+        ctx.event(ws, EventType::Warning, "TaintsTolerated", note)
+            .await;
+    }
     if let Some(version) = &created.metadata.resource_version {
         let namespace = ws.namespace().unwrap_or_default();
         let known = Known::Written(version.clone());

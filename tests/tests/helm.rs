@@ -317,6 +317,23 @@ async fn leftovers(client: &Client) -> anyhow::Result<Vec<String>> {
     Ok(left)
 }
 
+/// Waits until lifeguard's namespace is not being deleted, so that `./local-up` can create
+/// in it again (its webhook pods take up to two minutes to stop, by design).
+async fn namespace_gone(client: &Client) -> anyhow::Result<()> {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let namespaces = &namespaces;
+    poll_until(
+        "lifeguard-system deleted or in use, not Terminating",
+        Duration::from_secs(300),
+        || async move {
+            let ns = namespaces.get_opt(LIFEGUARD_NAMESPACE).await?;
+            let terminating = ns.is_some_and(|n| n.metadata.deletion_timestamp.is_some());
+            Ok((!terminating).then_some(()))
+        },
+    )
+    .await
+}
+
 // Multi-threaded: helm runs as a blocking child process while the admission senders of the
 // upgrade must keep going.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -375,14 +392,17 @@ async fn helm_installs_upgrades_rolls_back_tests_and_removes_lifeguard() -> anyh
 
     // Whatever happened: no release left to fight over the objects, and the kustomize
     // install back for whatever runs next.
-    if outcome.is_err() {
+    if let Err(e) = &outcome {
+        eprintln!("helm test failed, restoring the kustomize install: {e:#}");
         let _ = helm.run(&["uninstall", RELEASE, "--wait", "--timeout", "3m"]);
     }
+    namespace_gone(&client).await?;
     let reinstall = repo_script("local-up").output()?;
     ensure!(
         reinstall.status.success(),
-        "./local-up did not reinstall lifeguard:\n{}",
-        String::from_utf8_lossy(&reinstall.stdout)
+        "./local-up did not reinstall lifeguard:\n{}\n{}",
+        String::from_utf8_lossy(&reinstall.stdout),
+        String::from_utf8_lossy(&reinstall.stderr)
     );
     outcome
 }

@@ -59,14 +59,24 @@ fn pod_uid(pod: &Pod) -> String {
     pod.metadata.uid.clone().unwrap_or_default()
 }
 
-/// The API's refusal of an eviction: (code, message).
-async fn evict(pods: &Api<Pod>, name: &str, dry_run: bool) -> anyhow::Result<(u16, String)> {
+/// The API's answer to one eviction of pod `name` in `ns`: (code, message). A client
+/// without kube's default retries, which would retry a 429 until the pod is gone, as a
+/// drain tool does; here each answer is the point.
+async fn evict(ns: &str, name: &str, dry_run: bool) -> anyhow::Result<(u16, String)> {
+    let mut config = lifeguard_e2e::cluster_config().await?;
+    config.default_retry = false;
+    let pods: Api<Pod> = Api::namespaced(Client::try_from(config)?, ns);
+    // Dry run as `kubectl drain --dry-run=server` asks it, and as the API server passes it
+    // to admission (the query parameter).
     let params = EvictParams {
         delete_options: dry_run.then(|| DeleteParams {
             dry_run: true,
             ..DeleteParams::default()
         }),
-        ..EvictParams::default()
+        post_options: PostParams {
+            dry_run,
+            ..PostParams::default()
+        },
     };
     match pods.evict(name, &params).await {
         Ok(_) => Ok((201, String::new())),
@@ -263,7 +273,7 @@ async fn an_evicted_workspace_is_saved_and_comes_back() {
         let (times, watch) = watch_pods(&client, &ns);
         let outcome = async {
             // A dry run is answered as the eviction would be, and changes nothing.
-            let (code, message) = evict(&pods, &pod, true).await?;
+            let (code, message) = evict(&ns, &pod, true).await?;
             ensure!(code == 429, "a dry-run eviction: {code} {message}");
             let untouched = workspaces.get(name).await?;
             ensure!(
@@ -276,14 +286,14 @@ async fn an_evicted_workspace_is_saved_and_comes_back() {
                 "a dry run stopped the pod"
             );
 
-            let (code, message) = evict(&pods, &pod, false).await?;
+            let (code, message) = evict(&ns, &pod, false).await?;
             ensure!(code == 429, "the eviction: {code} {message}");
             let expected = format!(
                 "lifeguard is saving workspace {ns}/{name} before it leaves node {node}; retry"
             );
             ensure!(message.contains(&expected), "the answer: {message}");
             // Asked again while it is being saved: the same answer, no second stop.
-            let (again, message) = evict(&pods, &pod, false).await?;
+            let (again, message) = evict(&ns, &pod, false).await?;
             let still_held = pods
                 .get_opt(&pod)
                 .await?
@@ -338,14 +348,13 @@ async fn an_evicted_workspace_is_saved_and_comes_back() {
 async fn a_workspace_that_asks_to_stop_on_eviction_stays_stopped() {
     with_namespace("eviction-stop", |client, ns| async move {
         let workspaces: Api<Workspace> = Api::namespaced(client.clone(), &ns);
-        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
         let ws = workspace("st")
             .spec(json!({"onEviction": "Stop"}))
             .small_requests()
             .build()?;
         workspaces.create(&PostParams::default(), &ws).await?;
         wait_phase(&workspaces, "st", WorkspacePhase::Running, TIMEOUT).await?;
-        let (code, message) = evict(&pods, &pod_name("st"), false).await?;
+        let (code, message) = evict(&ns, &pod_name("st"), false).await?;
         ensure!(code == 429, "the eviction: {code} {message}");
         let stopped = wait_phase(&workspaces, "st", WorkspacePhase::Stopped, TIMEOUT).await?;
         let ready = stopped

@@ -186,6 +186,13 @@ fn checked(review: WireReview) -> Result<AdmissionRequest, ReviewError> {
         .and_then(|old| old.metadata)
         .and_then(|m| serde_json::from_str::<OldAnnotations>(m.get()).ok())
         .and_then(|m| m.annotations?.remove(POSTPONE_DRAIN_ANNOTATION));
+    let dry_run = request.dry_run.unwrap_or(false)
+        || request
+            .object
+            .as_ref()
+            .and_then(|o| o.delete_options)
+            .and_then(|d| serde_json::from_str::<DryRunOption>(d.get()).ok())
+            .is_some_and(|d| d.dry_run.is_some_and(|v| !v.is_empty()));
     let pod = request.kind.group.is_empty() && request.kind.kind == "Pod";
     let object = request
         .object
@@ -203,8 +210,16 @@ fn checked(review: WireReview) -> Result<AdmissionRequest, ReviewError> {
         username: request.user_info.map(|u| u.username).unwrap_or_default(),
         spec_unchanged,
         old_postpone_request,
-        dry_run: request.dry_run.unwrap_or(false),
+        dry_run,
     })
+}
+
+/// Of an Eviction's `deleteOptions`, only `dryRun` (`["All"]` for a dry run).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DryRunOption {
+    #[serde(default)]
+    dry_run: Option<Vec<String>>,
 }
 
 /// Of `oldObject`'s metadata, only the annotations (other fields are skipped unstored).
@@ -251,6 +266,9 @@ fn diagnose(body: &[u8], error: serde_json::Error) -> ReviewError {
 struct ObjectParts<'a> {
     metadata: Option<&'a RawValue>,
     spec: Option<&'a RawValue>,
+    /// An Eviction's: its `dryRun` makes the eviction a dry run, which the API server
+    /// does not always say in the request's own `dryRun`.
+    delete_options: Option<&'a RawValue>,
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for ObjectParts<'a> {
@@ -260,6 +278,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for ObjectParts<'a> {
         enum Field {
             Metadata,
             Spec,
+            #[serde(rename = "deleteOptions")]
+            DeleteOptions,
             #[serde(other)]
             Other,
         }
@@ -273,11 +293,13 @@ impl<'de: 'a, 'a> Deserialize<'de> for ObjectParts<'a> {
                 let mut parts = ObjectParts {
                     metadata: None,
                     spec: None,
+                    delete_options: None,
                 };
                 while let Some(field) = map.next_key::<Field>()? {
                     match field {
                         Field::Metadata => parts.metadata = map.next_value()?,
                         Field::Spec => parts.spec = map.next_value()?,
+                        Field::DeleteOptions => parts.delete_options = map.next_value()?,
                         Field::Other => {
                             map.next_value::<IgnoredAny>()?;
                         }
@@ -491,11 +513,16 @@ mod tests {
 
     #[test]
     fn parses_an_eviction_with_its_pod_and_whether_it_is_a_dry_run() {
-        for (dry_run, want) in [
-            (json!(true), true),
-            (json!(false), false),
-            (Value::Null, false),
-        ] {
+        let in_options = json!({"dryRun": ["All"]});
+        let cases = [
+            (json!(true), Value::Null, true),
+            (json!(false), Value::Null, false),
+            (Value::Null, Value::Null, false),
+            // The eviction's own deleteOptions, as kubectl drain --dry-run=server sends it.
+            (json!(false), in_options, true),
+            (json!(false), json!({"dryRun": []}), false),
+        ];
+        for (dry_run, options, want) in cases {
             let mut request = json!({
                 "uid": "u-2", "kind": {"group": "policy", "version": "v1", "kind": "Eviction"},
                 "resource": {"group": "", "version": "v1", "resource": "pods"},
@@ -507,6 +534,9 @@ mod tests {
             });
             if !dry_run.is_null() {
                 request["dryRun"] = dry_run;
+            }
+            if !options.is_null() {
+                request["object"]["deleteOptions"] = options;
             }
             let request = parse(&review(request)).expect("valid review");
             assert_eq!(

@@ -45,18 +45,29 @@ pub fn after_pod_gone(ws: &Workspace, now: Timestamp) -> Option<(WorkspaceStatus
     }
     let record = eviction::pending(ws)?;
     let mut next = ws.status.clone().unwrap_or_default();
+    let disposal = next
+        .conditions
+        .iter()
+        .find(|c| c.type_ == condition::DISPOSAL_CONFIRMED)
+        .map_or("it was stopped gracefully".to_string(), |c| {
+            if c.status == "True" {
+                "its work was saved".to_string()
+            } else {
+                format!("its work may be lost ({}: {})", c.reason, c.message)
+            }
+        });
     let (phase, message) = match eviction::on_eviction(ws) {
         OnEviction::Restart => (
             WorkspacePhase::Pending,
             format!(
-                "{}; its work was saved and it starts again on another node",
+                "{}; {disposal}, and it starts again on another node",
                 record.describe()
             ),
         ),
         OnEviction::Stop => (
             WorkspacePhase::Stopped,
             format!(
-                "{}; its work was saved and it stays stopped (onEviction: Stop)",
+                "{}; {disposal}, and it stays stopped (onEviction: Stop)",
                 record.describe()
             ),
         ),

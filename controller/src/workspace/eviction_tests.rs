@@ -82,7 +82,10 @@ fn only_the_evicted_pod_is_stopped() {
 #[test]
 fn once_the_evicted_pod_is_gone_the_workspace_starts_again_once() {
     let settings = Settings::default();
-    let stopped = json!({"phase": "Stopped", "podStarts": 1, "nodeName": "node-1"});
+    let stopped = json!({"phase": "Stopped", "podStarts": 1, "nodeName": "node-1",
+                         "conditions": [{"type": "DisposalConfirmed", "status": "True",
+                                         "reason": "Saved", "message": "the backup agent saved it",
+                                         "lastTransitionTime": "2026-12-01T11:59:40Z"}]});
     let action = plan(&ws(stopped, evicted("pod-uid-1")), None, now(), &settings);
     let Action::RecordEviction { status, note } = action else {
         panic!("want the eviction recorded, got {action:?}");
@@ -94,7 +97,7 @@ fn once_the_evicted_pod_is_gone_the_workspace_starts_again_once() {
     );
     assert_eq!(
         note,
-        "kubernetes-admin evicted it from node node-1; its work was saved and it starts again on another node"
+        "kubernetes-admin evicted it from node node-1; its work was saved, and it starts again on another node"
     );
     let ready = status
         .conditions
@@ -260,4 +263,59 @@ fn only_an_evictions_own_stop_waits_for_the_budget() {
     for (what, workspace, want) in cases {
         assert_eq!(budgeted(&workspace, &running_pod()), want, "{what}");
     }
+}
+
+#[test]
+fn the_eviction_says_what_became_of_the_work() {
+    let settings = Settings::default();
+    let confirmed = |status: &str, reason: &str| {
+        json!({"phase": "Stopped", "podStarts": 1,
+               "conditions": [{"type": "DisposalConfirmed", "status": status, "reason": reason,
+                               "message": "m", "lastTransitionTime": "2026-12-01T11:59:40Z"}]})
+    };
+    let cases = [
+        (
+            "saved",
+            confirmed("True", "Saved"),
+            "its work was saved, and",
+        ),
+        (
+            "the agent's wait ran out",
+            confirmed("False", "TimedOut"),
+            "its work may be lost (TimedOut: m), and",
+        ),
+        (
+            "no confirmation asked",
+            json!({"phase": "Stopped", "podStarts": 1}),
+            "it was stopped gracefully, and",
+        ),
+    ];
+    for (what, status, want) in cases {
+        let action = plan(&ws(status, evicted("pod-uid-1")), None, now(), &settings);
+        let Action::RecordEviction { note, .. } = action else {
+            panic!("{what}: {action:?}");
+        };
+        assert!(note.contains(want), "{what}: {note}");
+    }
+}
+
+#[test]
+fn a_new_pod_waits_for_its_own_disposal_answer() {
+    let settings = Settings::default();
+    let pending = json!({"phase": "Pending", "podStarts": 1,
+                         "lastEviction": serde_json::from_str::<Value>(&record("pod-uid-1")).expect("json"),
+                         "conditions": [{"type": "DisposalConfirmed", "status": "True", "reason": "Saved",
+                                         "message": "m", "lastTransitionTime": "2026-12-01T11:59:40Z"}]});
+    let workspace = ws(pending, evicted("pod-uid-1"));
+    let created = pod(json!({"phase": "Pending"}), json!({"uid": "pod-uid-2"}));
+    let status =
+        crate::workspace::plan::created_status(&workspace, &created, 2, None, now(), &settings);
+    assert!(
+        !status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "DisposalConfirmed"),
+        "the earlier pod's outcome would let this pod go unsaved: {:?}",
+        status.conditions
+    );
 }

@@ -781,6 +781,11 @@ pub fn created_status(
     status.pod_starts = status.pod_starts.max(start);
     status.pod_deletion_time = None;
     status.next_attempt_time = None;
+    // The disposal outcome on record is the previous pod's; this pod's own stop must wait
+    // for its own answer (`disposal::awaiting_answer`).
+    status
+        .conditions
+        .retain(|c| c.type_ != condition::DISPOSAL_CONFIRMED);
     if let Some(attempt) = recreation {
         status.pod_recreated = status.pod_recreated.max(attempt);
     }

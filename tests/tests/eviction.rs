@@ -366,7 +366,19 @@ async fn a_workspace_that_asks_to_stop_on_eviction_stays_stopped() {
         wait_phase(&workspaces, "st", WorkspacePhase::Running, TIMEOUT).await?;
         let (code, message) = evict(&ns, &pod_name("st"), false).await?;
         ensure!(code == 429, "the eviction: {code} {message}");
-        let stopped = wait_phase(&workspaces, "st", WorkspacePhase::Stopped, TIMEOUT).await?;
+        // Stopped once its pod is released, then the eviction recorded as acted on.
+        let stopped = wait_for(
+            &workspaces,
+            "st",
+            TIMEOUT,
+            "Stopped after the eviction",
+            |w| {
+                w.status.as_ref().is_some_and(|s| {
+                    s.phase == Some(WorkspacePhase::Stopped) && s.last_eviction.is_some()
+                })
+            },
+        )
+        .await?;
         let ready = stopped
             .status
             .as_ref()

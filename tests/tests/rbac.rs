@@ -94,6 +94,7 @@ async fn the_webhook_reads_windows_and_workspace_pods_and_keeps_only_its_own_cer
         ("get", "", "pods", "team-a", "ws-alice"),
         ("get", "lifeguard.dev", "workspaces", "team-a", "alice"),
         ("patch", "lifeguard.dev", "workspaces", "team-a", "alice"),
+        ("get", "", "nodes", "", "lifeguard-node-1"),
     ];
     let deny: &[Request] = &[
         (

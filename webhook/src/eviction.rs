@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
@@ -40,6 +40,11 @@ pub enum Verdict {
         message: String,
         record: Option<EvictionRecord>,
     },
+    /// Answered 404: the pod this eviction was meant for is gone and the pod of that name
+    /// now is its replacement on a node nobody drains. `kubectl drain` retries an eviction
+    /// by name only, so its retry after the workspace came back names the new pod; a 404
+    /// is what it takes as "evicted and gone".
+    Gone(String),
 }
 
 /// May this eviction of `pod` (read now; `None`: there is no such pod) proceed? `ws` is
@@ -47,6 +52,7 @@ pub enum Verdict {
 pub fn decide(
     pod: Option<&Pod>,
     ws: Option<&Workspace>,
+    node_drained: bool,
     by: &str,
     now: Timestamp,
     max_wait: SignedDuration,
@@ -75,6 +81,26 @@ pub fn decide(
     else {
         return Verdict::Allow("it is on no node, so there is nothing to save");
     };
+    if let Some(earlier) = lifeguard_api::eviction::recorded(ws)
+        && Some(earlier.pod_uid.as_str()) != pod.metadata.uid.as_deref()
+        && earlier.node != node
+        && !node_drained
+        && now
+            < earlier
+                .time
+                .0
+                .checked_add(max_wait)
+                .unwrap_or(earlier.time.0)
+    {
+        return Verdict::Gone(format!(
+            "the pod {} evicted from node {} is gone: lifeguard saved workspace {}/{} and \
+             started it again on node {node}",
+            pod.name_any(),
+            earlier.node,
+            ws.namespace().unwrap_or_default(),
+            ws.name_any(),
+        ));
+    }
     let (first, record) = match recorded_for(ws, pod.metadata.uid.as_deref()) {
         Some(earlier) => (earlier, None),
         None => {
@@ -176,14 +202,43 @@ impl Evictions {
             Some(w) => timed(workspaces.get_opt(w)).await?,
             None => None,
         };
+        // Whether the pod's node is being drained, read only for a pod that replaced an
+        // evicted one: a drain's late retry by name must not evict the replacement.
+        let replaced = match (&pod, &ws) {
+            (Some(p), Some(w)) => lifeguard_api::eviction::recorded(w)
+                .is_some_and(|r| Some(r.pod_uid.as_str()) != p.metadata.uid.as_deref()),
+            _ => false,
+        };
+        let node_drained = match pod
+            .as_ref()
+            .and_then(|p| p.spec.as_ref()?.node_name.clone())
+        {
+            Some(node) if replaced => {
+                let nodes: Api<Node> = Api::all(self.client.clone());
+                // Unreadable: taken as drained, so the eviction is the normal one.
+                timed(nodes.get_opt(&node))
+                    .await
+                    .map_or(true, |n| n.is_none_or(|n| being_drained(&n)))
+            }
+            _ => true,
+        };
         let now = Timestamp::now();
         match decide(
             pod.as_ref(),
             ws.as_ref(),
+            node_drained,
             &request.username,
             now,
             self.max_wait,
         ) {
+            Verdict::Gone(message) => {
+                tracing::info!(%namespace, pod = %name, user = %request.username, %message, "eviction of a replaced pod");
+                Ok(Decision::Deny {
+                    code: 404,
+                    reason: "NotFound",
+                    message,
+                })
+            }
             Verdict::Allow(why) => {
                 tracing::info!(%namespace, pod = %name, user = %request.username, why, "eviction allowed");
                 Ok(Decision::Allow)
@@ -206,6 +261,27 @@ impl Evictions {
             }
         }
     }
+}
+
+/// Taints that the drain tools that do not cordon put on a node they empty.
+const DRAIN_TAINTS: [&str; 3] = [
+    "ToBeDeletedByClusterAutoscaler",
+    "karpenter.sh/disrupted",
+    "karpenter.sh/disruption",
+];
+
+/// Whether `node` is being emptied: cordoned (kubectl drain, managed upgrades, kured,
+/// system-upgrade-controller) or tainted by an autoscaler about to remove it.
+pub fn being_drained(node: &Node) -> bool {
+    let Some(spec) = &node.spec else {
+        return false;
+    };
+    spec.unschedulable == Some(true)
+        || spec
+            .taints
+            .iter()
+            .flatten()
+            .any(|t| DRAIN_TAINTS.contains(&t.key.as_str()))
 }
 
 async fn timed<T>(

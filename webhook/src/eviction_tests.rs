@@ -193,12 +193,14 @@ fn an_eviction_of_a_held_workspace_pod_waits_until_it_is_saved_or_max_wait_is_ov
         let got = decide(
             pod.as_ref(),
             ws.as_ref(),
+            true,
             "kubernetes-admin",
             at(now),
             MAX_WAIT,
         );
         let got = match got {
             Verdict::Allow(why) => Want::Allow(why),
+            Verdict::Gone(message) => panic!("{case}: gone: {message}"),
             Verdict::Hold { record: None, .. } => Want::Hold,
             Verdict::Hold {
                 record: Some(r), ..
@@ -226,6 +228,7 @@ fn the_answer_says_what_lifeguard_does_who_asked_and_until_when() {
     let verdict = decide(
         Some(&pod(&RUNNING)),
         Some(&ws),
+        true,
         "system:serviceaccount:kube-system:cluster-autoscaler",
         at("2026-12-07T10:01:00Z"),
         MAX_WAIT,
@@ -255,4 +258,102 @@ fn a_held_eviction_is_answered_as_a_disruption_budget_would() {
         (code, reason, message.as_str()),
         (429, "TooManyRequests", "retry")
     );
+}
+
+#[test]
+fn a_drains_late_retry_by_name_does_not_evict_the_workspace_it_brought_back() {
+    let now = "2026-12-07T10:05:00Z";
+    let on_node_1 = PodShape {
+        uid: "pod-2",
+        node: Some("node-1"),
+        ..RUNNING
+    };
+    let on_node_2 = PodShape {
+        uid: "pod-2",
+        ..RUNNING
+    };
+    let evicted_from_2 = record("pod-1", "2026-12-07T10:00:00Z");
+    let long_ago = record("pod-1", "2026-12-07T09:50:00Z");
+    // (case, the pod now, its node being drained, the record, answered 404)
+    let cases = [
+        (
+            "the replacement on a node nobody drains",
+            &on_node_1,
+            false,
+            &evicted_from_2,
+            true,
+        ),
+        (
+            "node 1 is drained now: a new eviction",
+            &on_node_1,
+            true,
+            &evicted_from_2,
+            false,
+        ),
+        (
+            "the first eviction was long ago",
+            &on_node_1,
+            false,
+            &long_ago,
+            false,
+        ),
+        (
+            "the same node: a new eviction",
+            &on_node_2,
+            false,
+            &evicted_from_2,
+            false,
+        ),
+    ];
+    for (case, shape, drained, earlier, gone) in cases {
+        let ws = workspace(Some(earlier));
+        let verdict = decide(
+            Some(&pod(shape)),
+            Some(&ws),
+            drained,
+            "kubernetes-admin",
+            at(now),
+            MAX_WAIT,
+        );
+        match verdict {
+            Verdict::Gone(message) => {
+                assert!(gone, "{case}: {message}");
+                assert_eq!(
+                    message,
+                    "the pod ws-alice evicted from node node-2 is gone: lifeguard saved workspace \
+                     team/alice and started it again on node node-1"
+                );
+            }
+            other => assert!(!gone, "{case}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_node_is_being_drained_when_cordoned_or_tainted_by_an_autoscaler() {
+    let node = |spec: serde_json::Value| -> k8s_openapi::api::core::v1::Node {
+        serde_json::from_value(json!({"metadata": {"name": "n"}, "spec": spec})).expect("node")
+    };
+    let cases = [
+        ("schedulable", json!({}), false),
+        ("cordoned", json!({"unschedulable": true}), true),
+        (
+            "cluster-autoscaler",
+            json!({"taints": [{"key": "ToBeDeletedByClusterAutoscaler", "effect": "NoSchedule"}]}),
+            true,
+        ),
+        (
+            "Karpenter",
+            json!({"taints": [{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}]}),
+            true,
+        ),
+        (
+            "lifeguard's own taint",
+            json!({"taints": [{"key": "lifeguard.dev/unhealthy", "effect": "NoSchedule"}]}),
+            false,
+        ),
+    ];
+    for (case, spec, want) in cases {
+        assert_eq!(being_drained(&node(spec)), want, "{case}");
+    }
 }

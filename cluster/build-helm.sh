@@ -17,8 +17,8 @@ fi
 ensure_go
 step "build helm $LG_HELM_VERSION from the Go module proxy (about 3 min cold on two cores)"
 t0=$SECONDS
-# helm reads its own version from this variable (`helm version`, the chart's kubeVersion checks
-# against the client are unaffected), not from Kubernetes' version variables.
+# helm reports its version (`helm version`) from this variable, not from Kubernetes' version
+# variables, which it links in with client-go and which keep their defaults.
 LG_GO_VERSION_VARIABLES=helm.sh/helm/v4/internal/version.version \
   go_build "$LG_GO_MODULES/helm" "$LG_HELM_BIN" "$LG_LOGS/build-helm.log" "$LG_HELM_VERSION" helm.sh/helm/v4/cmd/helm
 say "    built in $((SECONDS - t0)) s into $LG_HELM_BIN"

@@ -61,3 +61,25 @@ pub fn run_documented(script: &str, env: &[(&str, &str)], cli: &str) -> anyhow::
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The disruptive tests run these blocks; a heading renamed or a block moved must fail
+    /// here, quickly, not after a cluster was torn down.
+    #[test]
+    fn the_blocks_the_removal_tests_run_are_where_they_look() -> anyhow::Result<()> {
+        let kustomize = documented_block("### Uninstall")?;
+        assert!(
+            kustomize.contains("kubectl delete -k \"$KUSTOMIZATION\""),
+            "{kustomize}"
+        );
+        assert!(kustomize.contains("lifeguard nodes clean"), "{kustomize}");
+        let helm = documented_block("### Removing a Helm install")?;
+        assert!(helm.contains("helm uninstall lifeguard"), "{helm}");
+        assert!(!helm.contains("kubectl delete -k"), "{helm}");
+        assert!(documented_block("### No such section").is_err());
+        Ok(())
+    }
+}

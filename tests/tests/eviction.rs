@@ -451,13 +451,17 @@ async fn kubectl_drain_without_force_saves_every_workspace_and_brings_it_back_el
         let uncordon = Uncordon;
         let outcome = async {
             let started = Timestamp::now();
-            let out = kubectl(&[
-                "drain",
-                SECOND_NODE,
-                "--ignore-daemonsets",
-                "--delete-emptydir-data",
-                "--timeout=300s",
-            ])?;
+            // Off the test's runtime thread, so the pod watch keeps recording during the drain.
+            let out = tokio::task::spawn_blocking(|| {
+                kubectl(&[
+                    "drain",
+                    SECOND_NODE,
+                    "--ignore-daemonsets",
+                    "--delete-emptydir-data",
+                    "--timeout=300s",
+                ])
+            })
+            .await??;
             let took = Timestamp::now().duration_since(started).as_secs_f64();
             let retries = out.matches("will retry after").count();
             eprintln!("kubectl drain {SECOND_NODE} took {took:.1}s, {retries} evictions answered 429 and retried");

@@ -345,7 +345,32 @@ fn the_cert_manager_variant_drops_the_certificate_rights() {
             .any(|r| r["apiGroups"][0] == "admissionregistration.k8s.io"),
         "no right on the webhook configurations: {rules:?}"
     );
-    assert_eq!(rules.len(), 2, "windows and namespaces only: {rules:?}");
+    // What the webhook reads to decide (windows, namespaces) and to answer evictions (the
+    // pod, its node, and the Workspace it records the eviction on): nothing else.
+    let granted: Vec<(String, String)> = rules
+        .iter()
+        .flat_map(|r| {
+            let verbs = r["verbs"].to_string();
+            r["resources"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .map(move |res| (res.as_str().unwrap_or_default().to_string(), verbs.clone()))
+        })
+        .collect();
+    let want = [
+        ("maintenancewindows", r#"["get","list","watch"]"#),
+        ("namespaces", r#"["get","list","watch"]"#),
+        ("pods", r#"["get"]"#),
+        ("workspaces", r#"["get","patch"]"#),
+        ("nodes", r#"["get"]"#),
+    ]
+    .map(|(res, verbs)| (res.to_string(), verbs.to_string()));
+    assert_eq!(
+        granted, want,
+        "the webhook's rights with cert-manager: {rules:?}"
+    );
 }
 
 #[test]

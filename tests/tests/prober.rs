@@ -189,11 +189,18 @@ async fn a_prober_killed_mid_check_leaks_nothing_past_the_ttl() {
         assert!(Instant::now() < deadline, "{leftover_dir} not reaped");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let pod = prober_pod(&client).await.expect("pod");
-    assert!(
-        restarts(&pod, "prober") > restarts_before,
-        "the kubelet restarted the prober"
-    );
+    // The kubelet reports the restart in the pod's status a sync later; the janitor may
+    // have reaped both leftovers before that.
+    lifeguard_e2e::poll_until(
+        "the kubelet reports the prober restarted",
+        Duration::from_secs(60),
+        || async {
+            let pod = prober_pod(&client).await?;
+            Ok((restarts(&pod, "prober") > restarts_before).then_some(()))
+        },
+    )
+    .await
+    .expect("the kubelet restarted the prober");
     // The old process may have reaped the directory before it died; the pod can only
     // have been reaped by the new one.
     assert!(

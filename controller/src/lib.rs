@@ -6,6 +6,7 @@ pub mod disposal;
 mod error;
 pub mod finalizers;
 pub mod flags;
+pub mod grace;
 pub mod leader;
 pub mod memory;
 pub mod metrics;

@@ -64,7 +64,7 @@ pub struct Settings {
     /// How long past its grace period a released pod with no running container may stay
     /// Terminating before it is force-deleted (`stuck_terminating`).
     pub stuck_terminating_after: SignedDuration,
-    /// The longest grace period a workspace pod gets (`podspec::cap_grace_period`): a
+    /// The longest grace period a workspace pod gets (`grace::cap_grace_period`): a
     /// template's own would otherwise hold a drain's budget slot as long as its author
     /// likes, since every timeout of a stop counts from the end of the grace period.
     pub max_grace_period: SignedDuration,
@@ -616,7 +616,7 @@ fn plan_with_pod(
                 .as_ref()
                 .map_or(String::new(), |r| r.message.clone());
             return Action::DeletePod {
-                grace_seconds: crate::podspec::delete_grace_seconds(pod, settings.max_grace_period),
+                grace_seconds: crate::grace::delete_grace_seconds(pod, settings.max_grace_period),
                 cause: format!("its start failed: {why}"),
             };
         }
@@ -706,7 +706,7 @@ fn plan_with_pod(
         }
         if !pod_deleting {
             return Action::DeletePod {
-                grace_seconds: crate::podspec::delete_grace_seconds(pod, settings.max_grace_period),
+                grace_seconds: crate::grace::delete_grace_seconds(pod, settings.max_grace_period),
                 cause: match &evicted {
                     Some(record) if drained_by(ws).is_none() => {
                         crate::workspace::eviction::stop_cause(record)

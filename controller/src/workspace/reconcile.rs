@@ -665,7 +665,7 @@ async fn create_pod(
     recreation: Option<u32>,
 ) -> Result<Pass, Error> {
     let mut pod = podspec::build(ws, start, recreation);
-    podspec::cap_grace_period(&mut pod, ctx.settings.max_grace_period);
+    crate::grace::cap_grace_period(&mut pod, ctx.settings.max_grace_period);
     if disposal::confirmation_applies(ws, &ctx.settings) {
         pod.annotations_mut().insert(
             lifeguard_api::names::DISPOSAL_CONFIRMATION_ANNOTATION.into(),

@@ -337,8 +337,17 @@ pub fn probe_pods_selector() -> &'static str {
     "lifeguard.dev/probe=container"
 }
 
-/// The throwaway probe pods of [`PROBED_NODE`]'s prober (each is pinned to its node).
+/// The names of the throwaway probe pods of [`PROBED_NODE`]'s prober.
 pub async fn probe_pods(client: &Client) -> anyhow::Result<Vec<String>> {
+    Ok(probe_pods_whole(client)
+        .await?
+        .iter()
+        .map(|p| p.name_any())
+        .collect())
+}
+
+/// The throwaway probe pods of [`PROBED_NODE`]'s prober (each is pinned to its node).
+pub async fn probe_pods_whole(client: &Client) -> anyhow::Result<Vec<Pod>> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), PROBE_NAMESPACE);
     Ok(pods
         .list(
@@ -347,8 +356,5 @@ pub async fn probe_pods(client: &Client) -> anyhow::Result<Vec<String>> {
                 .fields(&format!("spec.nodeName={PROBED_NODE}")),
         )
         .await?
-        .items
-        .iter()
-        .map(|p| p.name_any())
-        .collect())
+        .items)
 }

@@ -74,17 +74,10 @@ fn unfinished(pod: &Pod) -> bool {
     pod.metadata.deletion_timestamp.is_none() && !matches!(phase, Some("Succeeded" | "Failed"))
 }
 
-/// The probed node's probe pods, whole.
+/// The probed node's probe pods that are still running, whole.
 async fn live_probe_pods(client: &Client) -> anyhow::Result<Vec<Pod>> {
-    let pods: Api<Pod> = Api::namespaced(client.clone(), PROBE_NAMESPACE);
-    Ok(pods
-        .list(
-            &ListParams::default()
-                .labels(probe_pods_selector())
-                .fields(&format!("spec.nodeName={PROBED_NODE}")),
-        )
+    Ok(probe_pods_whole(client)
         .await?
-        .items
         .into_iter()
         .filter(unfinished)
         .collect())

@@ -12,9 +12,9 @@ use jiff::civil::Date;
 use jiff::tz::TimeZone;
 use jiff::{SignedDuration, Timestamp};
 
+use crate::field_errors::{FieldError, ValidationErrors};
 use crate::maintenance::{ExclusionSpec, MaintenanceWindowSpec};
 use crate::schedule::{Occurrence, Schedule};
-use crate::validation::{FieldError, ValidationErrors};
 
 /// More would only be hostile input: every admission decision scans them.
 pub const MAX_EXCLUSIONS: usize = 50;

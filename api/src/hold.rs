@@ -5,8 +5,8 @@
 use jiff::SignedDuration;
 use kube::core::Selector;
 
+use crate::field_errors::{ValidationErrors, check_selector, parse_duration};
 use crate::maintenance::MaintenanceWindowSpec;
-use crate::validation::{ValidationErrors, check_selector, parse_duration};
 
 /// A window's gates, ready to evaluate.
 #[derive(Debug, Clone, Default)]

@@ -8,6 +8,7 @@ pub mod disposal;
 pub mod drain;
 pub mod eviction;
 pub mod exclusion;
+pub mod field_errors;
 pub mod hold;
 pub mod maintenance;
 pub mod names;

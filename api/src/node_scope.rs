@@ -6,8 +6,8 @@ use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
+use crate::field_errors::{FieldError, ValidationErrors};
 use crate::maintenance::MaintenanceWindowSpec;
-use crate::validation::{FieldError, ValidationErrors};
 
 /// How many covered workspaces a drain may be stopping at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,7 +85,7 @@ pub fn check(spec: &MaintenanceWindowSpec) -> ValidationErrors {
             );
         }
         let mut selector_errors = ValidationErrors::default();
-        crate::validation::check_selector(
+        crate::field_errors::check_selector(
             "spec.nodeSelector",
             Some(selector),
             &mut selector_errors,

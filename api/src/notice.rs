@@ -5,42 +5,10 @@ use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
 use crate::schedule::Occurrence;
 use crate::window::CompiledWindow;
-
-/// What a workspace is told: the same facts in its status, its condition and its pod's
-/// annotation (`names::MAINTENANCE_NOTICE_ANNOTATION`, this as JSON).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct MaintenanceNotice {
-    /// The MaintenanceWindow that will drain the workspace.
-    pub window: String,
-    /// When the drain starts: the workspace is asked to stop then.
-    pub start: Time,
-    /// When the occurrence ends; new workspaces may start again after it.
-    pub end: Time,
-    /// The window's `message`, if it has one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-}
-
-impl MaintenanceNotice {
-    /// One line for a condition or an Event.
-    pub fn describe(&self) -> String {
-        let mut text = format!(
-            "maintenance window {} drains this workspace from {} to {}",
-            self.window, self.start.0, self.end.0
-        );
-        if let Some(message) = &self.message {
-            text.push_str(": ");
-            text.push_str(message);
-        }
-        text
-    }
-}
+pub use crate::workspace::MaintenanceNotice;
 
 impl CompiledWindow {
     /// The occurrence this window gives notice of at `t`: from `notice` before a drain

@@ -6,9 +6,9 @@
 
 use jiff::{SignedDuration, Timestamp};
 
+use crate::field_errors::{ValidationErrors, parse_duration};
 use crate::maintenance::MaintenanceWindowSpec;
 use crate::schedule::Schedule;
-use crate::validation::{ValidationErrors, parse_duration};
 
 /// The longest postponement anyone may ask for, and the longest a window may grant: a day
 /// keeps a drain a drain, not a second schedule.

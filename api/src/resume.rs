@@ -7,9 +7,9 @@
 use jiff::Timestamp;
 use kube::ResourceExt;
 
+use crate::field_errors::ValidationErrors;
 use crate::maintenance::MaintenanceWindowSpec;
 use crate::names::{DRAINED_BY_ANNOTATION, DRAINED_UNTIL_ANNOTATION, RESUME_ANNOTATION};
-use crate::validation::ValidationErrors;
 use crate::{Workspace, WorkspacePhase};
 
 /// The Ready condition's reason while a resumed workspace waits for its new pod.

@@ -10,11 +10,11 @@ use kube::core::{ParseExpressionError, Selector, SelectorExt};
 
 use crate::MaintenanceWindow;
 use crate::exclusion::{Exclusions, Upcoming};
+use crate::field_errors::ValidationErrors;
 use crate::hold::Gates;
 use crate::maintenance::Enforcement;
 use crate::node_scope::{self, Budget};
 use crate::schedule::{Occurrence, Schedule};
-use crate::validation::ValidationErrors;
 
 #[derive(Debug, Clone)]
 pub struct CompiledWindow {

@@ -6,7 +6,6 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::notice::MaintenanceNotice;
 use crate::rejection::RejectionClass;
 
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -45,7 +44,7 @@ pub struct WorkspaceSpec {
     /// again on another node, `Stop` leaves it Stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "crate::schema::optional_on_eviction")]
-    pub on_eviction: Option<crate::eviction::OnEviction>,
+    pub on_eviction: Option<OnEviction>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
@@ -136,7 +135,7 @@ pub struct WorkspaceStatus {
     /// The last eviction of this workspace's pod that lifeguard acted on (saved the pod,
     /// then restarted or stopped the workspace): who asked, from which node, when.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_eviction: Option<crate::eviction::EvictionRecord>,
+    pub last_eviction: Option<EvictionRecord>,
 }
 
 /// What the API server answered when it refused to create the pod.
@@ -200,4 +199,78 @@ pub mod condition {
     /// (`start_blocker::BlockerKind`, or `PodStarting` while nothing does). False once the
     /// pod is Ready (reason `Started`) or the start failed (reason `StartFailed`).
     pub const STARTING: &str = "Starting";
+}
+
+/// What a workspace is told: the same facts in its status, its condition and its pod's
+/// annotation (`names::MAINTENANCE_NOTICE_ANNOTATION`, this as JSON).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MaintenanceNotice {
+    /// The MaintenanceWindow that will drain the workspace.
+    pub window: String,
+    /// When the drain starts: the workspace is asked to stop then.
+    pub start: Time,
+    /// When the occurrence ends; new workspaces may start again after it.
+    pub end: Time,
+    /// The window's `message`, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl MaintenanceNotice {
+    /// One line for a condition or an Event.
+    pub fn describe(&self) -> String {
+        let mut text = format!(
+            "maintenance window {} drains this workspace from {} to {}",
+            self.window, self.start.0, self.end.0
+        );
+        if let Some(message) = &self.message {
+            text.push_str(": ");
+            text.push_str(message);
+        }
+        text
+    }
+}
+
+/// What becomes of a workspace whose pod was evicted.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum OnEviction {
+    /// Saved, then started again on another node (the drained node is cordoned).
+    #[default]
+    Restart,
+    /// Saved, then left Stopped until someone starts it.
+    Stop,
+}
+
+/// One eviction of one workspace pod, as the webhook recorded it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvictionRecord {
+    /// The user of the eviction request (an admin's kubectl, an autoscaler's or upgrade
+    /// tool's service account).
+    pub by: String,
+    /// The node the pod was evicted from.
+    pub node: String,
+    /// The evicted pod's UID: a later pod of the same name is not stopped by this record.
+    #[serde(rename = "podUID")]
+    pub pod_uid: String,
+    /// When the first eviction of this pod was asked.
+    pub time: Time,
+}
+
+impl EvictionRecord {
+    pub fn to_annotation(&self) -> String {
+        // A struct of strings always serializes.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// "USER evicted it from node NODE", for conditions and Events.
+    pub fn describe(&self) -> String {
+        let by = if self.by.is_empty() {
+            "an unnamed user"
+        } else {
+            &self.by
+        };
+        format!("{by} evicted it from node {}", self.node)
+    }
 }

@@ -55,3 +55,9 @@ export PATH="$LG_K8S_BIN:$LG_CONTAINERD_BIN:$LG_ETCD_BIN:$PATH"
 LG_HELM_VERSION=v4.3.2
 LG_HELM_BIN="$LG_CACHE/helm-$LG_HELM_VERSION-$(module_key helm)-r$LG_BUILD_RECIPE"
 export PATH="$LG_HELM_BIN:$PATH"
+# Karpenter with its kwok cloud provider, for the e2e test of an upgrade tool's own drain
+# (tests/tests/karpenter.rs; cluster/build-karpenter.sh builds it when the test first needs
+# it). Its module asks for a newer Go than the cluster's other binaries.
+LG_KARPENTER_VERSION=v1.15.0
+LG_KARPENTER_GO_MIN=1.27.3
+LG_KARPENTER_BIN="$LG_CACHE/karpenter-$LG_KARPENTER_VERSION-$(module_key karpenter)-r$LG_BUILD_RECIPE"

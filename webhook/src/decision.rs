@@ -1,4 +1,5 @@
-//! Admission decisions as plain functions of the request, the windows and the time.
+//! Admission decisions as plain functions of the request, the windows and the time, and
+//! what they answer (`Decision`).
 
 use std::cell::OnceCell;
 use std::collections::BTreeMap;
@@ -6,18 +7,44 @@ use std::collections::BTreeMap;
 use jiff::Timestamp;
 use lifeguard_api::maintenance::Enforcement;
 use lifeguard_api::names::{
-    GROUP, POD_FINALIZER, RECREATION_ANNOTATION, START_ANNOTATION, WORKSPACE_FINALIZER,
-    WORKSPACE_LABEL, WORKSPACE_LABELS_ANNOTATION,
+    GROUP, POD_FINALIZER, POSTPONE_DRAIN_ANNOTATION, RECREATION_ANNOTATION, START_ANNOTATION,
+    WORKSPACE_FINALIZER, WORKSPACE_LABEL, WORKSPACE_LABELS_ANNOTATION,
 };
 use lifeguard_api::schedule::Occurrence;
 use lifeguard_api::validation::{
-    check_postpone_request, postpone_request, validate_maintenance_window_object,
-    validate_workspace_object,
+    check_postpone_request, validate_maintenance_window_object, validate_workspace_object,
 };
 use lifeguard_api::window::CompiledWindow;
 use serde_json::{Value, json};
 
-use crate::review::{AdmissionRequest, Decision, Operation};
+use crate::object::{AdmittedObject, Finalizers};
+use crate::review::{AdmissionRequest, Operation};
+
+/// What the webhook answers for one request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    Allow,
+    /// Allowed, with warnings the client shows (kubectl prints them as `Warning: ...`).
+    Warn(Vec<String>),
+    Patch(json_patch::Patch),
+    Deny {
+        code: u16,
+        reason: &'static str,
+        message: String,
+    },
+}
+
+impl Decision {
+    /// Metric label.
+    pub fn decision(&self) -> &'static str {
+        match self {
+            Self::Allow | Self::Warn(_) => "allowed",
+            Self::Patch(_) => "patched",
+            Self::Deny { reason, .. } if *reason == "Invalid" => "denied_invalid",
+            Self::Deny { .. } => "denied_maintenance",
+        }
+    }
+}
 
 /// What the handler learnt about the request's namespace before deciding.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,30 +98,13 @@ fn subject(request: &AdmissionRequest) -> Subject {
     }
 }
 
-/// `object.metadata.<field>`. Not `Value::pointer`, which allocates a string per path
-/// segment on every call; these lookups run several times per admission.
-fn metadata_field<'a>(object: &'a Value, field: &str) -> Option<&'a Value> {
-    object.get("metadata")?.get(field)
+fn has_workspace_label(object: Option<&AdmittedObject>) -> bool {
+    object.is_some_and(|o| o.metadata.labels.contains_key(WORKSPACE_LABEL))
 }
 
-/// Whether the object carries the workspace label (with a string value, as `labels` reads
-/// it), without copying every label: this runs for every pod admitted.
-fn has_workspace_label(object: Option<&Value>) -> bool {
+fn labels(object: Option<&AdmittedObject>) -> BTreeMap<String, String> {
     object
-        .and_then(|o| metadata_field(o, "labels"))
-        .and_then(|labels| labels.get(WORKSPACE_LABEL))
-        .is_some_and(Value::is_string)
-}
-
-fn labels(object: Option<&Value>) -> BTreeMap<String, String> {
-    object
-        .and_then(|o| metadata_field(o, "labels"))
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                .collect()
-        })
+        .map(|o| o.metadata.labels.clone())
         .unwrap_or_default()
 }
 
@@ -126,7 +136,7 @@ pub fn validate_audited(request: &AdmissionRequest, ctx: &Inputs) -> (Decision, 
                     Vec::new(),
                 );
             };
-            if let Err(errors) = validate_workspace_object(object) {
+            if let Err(errors) = validate_workspace_object(&object.validation_view()) {
                 return (invalid(format!("invalid Workspace: {errors}")), Vec::new());
             }
             if request.operation == Operation::Create {
@@ -136,7 +146,7 @@ pub fn validate_audited(request: &AdmissionRequest, ctx: &Inputs) -> (Decision, 
         }
         Subject::MaintenanceWindow if writes => match &request.object {
             None => invalid("the request carries no MaintenanceWindow object".into()),
-            Some(object) => match validate_maintenance_window_object(object) {
+            Some(object) => match validate_maintenance_window_object(&object.validation_view()) {
                 Ok(warnings) if warnings.is_empty() => Decision::Allow,
                 Ok(warnings) => Decision::Warn(warnings),
                 Err(errors) => invalid(format!("invalid MaintenanceWindow: {errors}")),
@@ -155,20 +165,18 @@ pub fn validate_audited(request: &AdmissionRequest, ctx: &Inputs) -> (Decision, 
 /// the object is being deleted.
 fn changed_postpone_request_refused(request: &AdmissionRequest) -> Option<String> {
     let object = request.object.as_ref().filter(|_| !deleting(request))?;
-    let new = postpone_request(object);
-    if new.is_none() || new == request.old_postpone_request.as_ref() {
+    let new = object.metadata.annotations.get(POSTPONE_DRAIN_ANNOTATION)?;
+    if request.old_postpone_request.as_ref() == Some(new) {
         return None;
     }
-    check_postpone_request(object).err().map(|e| e.to_string())
+    check_postpone_request(&object.validation_view())
+        .err()
+        .map(|e| e.to_string())
 }
 
 /// Whether the request's object carries a deletionTimestamp.
 fn deleting(request: &AdmissionRequest) -> bool {
-    request
-        .object
-        .as_ref()
-        .and_then(|o| metadata_field(o, "deletionTimestamp"))
-        .is_some_and(|t| !t.is_null())
+    request.object.as_ref().is_some_and(|o| o.metadata.deleting)
 }
 
 /// An UPDATE that leaves the spec as it was (finalizer patches, drain annotations, label
@@ -196,23 +204,21 @@ fn is_recreation(request: &AdmissionRequest, ctx: &Inputs) -> bool {
         return false;
     };
     let number = |key: &str| {
-        metadata_field(object, "annotations")
-            .and_then(|a| a.get(key))
-            .and_then(Value::as_str)
+        object
+            .metadata
+            .annotations
+            .get(key)
             .and_then(|v| v.parse::<u32>().ok())
     };
     let annotated = number(RECREATION_ANNOTATION).is_some_and(|attempt| attempt >= 1)
         && number(START_ANNOTATION).is_some_and(|start| start >= 2);
-    let owned_by_workspace = metadata_field(object, "ownerReferences")
-        .and_then(Value::as_array)
-        .is_some_and(|refs| {
-            refs.iter().any(|r| {
-                r.get("kind").and_then(Value::as_str) == Some("Workspace")
-                    && r.get("apiVersion")
-                        .and_then(Value::as_str)
-                        .is_some_and(|v| v.starts_with(&format!("{GROUP}/")))
-            })
-        });
+    let owned_by_workspace = object.metadata.owner_references.iter().any(|r| {
+        r.kind.as_deref() == Some("Workspace")
+            && r.api_version
+                .as_deref()
+                .and_then(|v| v.strip_prefix(GROUP))
+                .is_some_and(|rest| rest.starts_with('/'))
+    });
     let trusted =
         ctx.recreation_users.is_empty() || ctx.recreation_users.contains(&request.username);
     annotated && owned_by_workspace && trusted
@@ -226,9 +232,7 @@ fn workspace_labels_of(request: &AdmissionRequest) -> BTreeMap<String, String> {
     let object = request.object.as_ref();
     if request.kind == "Pod"
         && let Some(carried) = object
-            .and_then(|o| metadata_field(o, "annotations"))
-            .and_then(|a| a.get(WORKSPACE_LABELS_ANNOTATION))
-            .and_then(Value::as_str)
+            .and_then(|o| o.metadata.annotations.get(WORKSPACE_LABELS_ANNOTATION))
             .and_then(|text| serde_json::from_str::<BTreeMap<String, String>>(text).ok())
     {
         return carried;
@@ -349,12 +353,12 @@ fn add(tokens: &[&str], value: Value) -> Decision {
 
 /// `finalizer` added to `object`'s finalizers, keeping every other one where it is; `Allow`
 /// when it is there already (or the list is not a list, which the API server refuses anyway).
-fn stamp_finalizer(object: &Value, finalizer: &str) -> Decision {
-    match metadata_field(object, "finalizers") {
-        None | Some(Value::Null) => add(&["metadata", "finalizers"], json!([finalizer])),
-        Some(Value::Array(list)) if list.iter().any(|f| f == finalizer) => Decision::Allow,
-        Some(Value::Array(_)) => add(&["metadata", "finalizers", "-"], json!(finalizer)),
-        Some(_) => Decision::Allow,
+fn stamp_finalizer(object: &AdmittedObject, finalizer: &str) -> Decision {
+    match &object.metadata.finalizers {
+        Finalizers::Absent => add(&["metadata", "finalizers"], json!([finalizer])),
+        Finalizers::List(list) if list.iter().any(|f| f == finalizer) => Decision::Allow,
+        Finalizers::List(_) => add(&["metadata", "finalizers", "-"], json!(finalizer)),
+        Finalizers::NotAList => Decision::Allow,
     }
 }
 
@@ -389,7 +393,7 @@ pub fn mutate(request: &AdmissionRequest, ctx: &Inputs) -> Decision {
             covers(labels, ctx, w)
         })
         .collect();
-    let steer = crate::steer::steer(pod, &steering);
+    let steer = crate::steer::steer(pod.affinity.as_ref(), &steering);
     match finalizer {
         _ if steer.is_empty() => finalizer,
         Decision::Patch(mut patch) => {

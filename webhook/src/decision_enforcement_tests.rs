@@ -8,8 +8,9 @@ use lifeguard_api::MaintenanceWindow;
 use lifeguard_api::window::CompiledWindow;
 use serde_json::{Value, json};
 
+use crate::decision::Decision;
 use crate::decision::{Inputs, NamespaceLabels, mutate, validate_audited};
-use crate::review::{AdmissionRequest, Decision, Operation};
+use crate::review::{self, AdmissionRequest, Operation};
 
 fn window(name: &str, enforcement: &str, extra: Value) -> CompiledWindow {
     let mut spec = json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z",
@@ -24,14 +25,15 @@ fn window(name: &str, enforcement: &str, extra: Value) -> CompiledWindow {
 }
 
 fn request(kind: &str, object: Value) -> AdmissionRequest {
+    let group = if kind == "Pod" { "" } else { "lifeguard.dev" };
     AdmissionRequest {
         uid: "uid-1".into(),
-        group: if kind == "Pod" { "" } else { "lifeguard.dev" }.into(),
+        group: group.into(),
         kind: kind.into(),
         operation: Operation::Create,
         namespace: Some("team-a".into()),
         name: None,
-        object: Some(object),
+        object: Some(review::decode_object(group, kind, &object)),
         username: "someone".into(),
         spec_unchanged: false,
         old_postpone_request: None,

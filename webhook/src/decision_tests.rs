@@ -7,8 +7,8 @@ use lifeguard_api::MaintenanceWindow;
 use lifeguard_api::window::CompiledWindow;
 use serde_json::{Value, json};
 
-use crate::decision::{Inputs, NamespaceLabels, mutate, validate};
-use crate::review::{AdmissionRequest, Decision, Operation};
+use crate::decision::{Decision, Inputs, NamespaceLabels, mutate, validate};
+use crate::review::{self, AdmissionRequest, Operation};
 
 const NOW: &str = "2026-12-01T22:30:00Z";
 
@@ -50,7 +50,7 @@ fn request(group: &str, kind: &str, operation: Operation, object: Value) -> Admi
         operation,
         namespace: Some("team-a".into()),
         name: None,
-        object: Some(object),
+        object: Some(review::decode_object(group, kind, &object)),
         username: "controller".into(),
         spec_unchanged: false,
         old_postpone_request: None,

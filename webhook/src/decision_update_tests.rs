@@ -5,8 +5,9 @@
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
+use crate::decision::Decision;
 use crate::decision::{Inputs, NamespaceLabels, validate};
-use crate::review::{self, Decision};
+use crate::review;
 
 /// Rejected by validation: a Workspace needs at least one container.
 fn invalid_spec() -> Value {

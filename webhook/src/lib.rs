@@ -11,6 +11,7 @@ pub mod eviction;
 pub mod flags;
 pub mod manager;
 pub mod metrics;
+pub mod object;
 pub mod review;
 pub mod rotation;
 pub mod server;

@@ -6,9 +6,10 @@
 //! deserialized into borrowed, typed structs: unknown fields are skipped without being
 //! stored, and of `object` and `oldObject` only `metadata` and `spec` are kept, as
 //! `&RawValue` (slices of the body, no allocation). Only the parts a decision reads are
-//! then built as values: the fields of the object's `metadata` a decision reads (never
-//! `managedFields`), and its `spec` for lifeguard's own kinds (validation needs it).
-//! `oldObject` is never built: its `spec` is compared byte for byte with the new one.
+//! then decoded: the fields of the object's `metadata` a decision reads, as typed fields
+//! (`object.rs`; never `managedFields`), its `spec` for lifeguard's own kinds (validation
+//! needs it) and a pod's `spec.affinity` (steering extends it). `oldObject` is never built:
+//! its `spec` is compared byte for byte with the new one.
 //! A 3 MiB `oldObject` therefore costs nothing beyond the body itself.
 //!
 //! Why requests are not read as `kube::core::admission::AdmissionReview`: it deserializes `object` and
@@ -25,6 +26,10 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use lifeguard_api::names::{GROUP, POSTPONE_DRAIN_ANNOTATION};
+
+/// What a review is answered with; decided in `decision.rs`, written out here.
+pub use crate::decision::Decision;
+use crate::object::{AdmittedObject, ObjectMetadata};
 
 pub const API_VERSION: &str = "admission.k8s.io/v1";
 
@@ -56,10 +61,9 @@ pub struct AdmissionRequest {
     pub operation: Operation,
     pub namespace: Option<String>,
     pub name: Option<String>,
-    /// The parts of `object` the decisions read: of `metadata` the fields they read and,
-    /// for lifeguard's own kinds, `spec`; of a pod's spec only `affinity`. Other fields
-    /// (the rest of a pod's spec, status) are skipped.
-    pub object: Option<Value>,
+    /// The parts of `object` the decisions read (`object.rs`). Other fields (the rest of a
+    /// pod's spec, status) are skipped.
+    pub object: Option<AdmittedObject>,
     pub username: String,
     /// UPDATE only: `object.spec` is byte for byte `oldObject.spec` (both absent counts as
     /// equal). The API server encodes both with the same serializer, so an update that only
@@ -67,7 +71,7 @@ pub struct AdmissionRequest {
     pub spec_unchanged: bool,
     /// UPDATE of one of lifeguard's kinds: `oldObject`'s postpone request
     /// (`names::POSTPONE_DRAIN_ANNOTATION`), so a write that changes it is checked.
-    pub old_postpone_request: Option<Value>,
+    pub old_postpone_request: Option<String>,
     /// The request is a dry run: whatever the decision, nothing may be written.
     pub dry_run: bool,
 }
@@ -185,7 +189,8 @@ fn checked(review: WireReview) -> Result<AdmissionRequest, ReviewError> {
         .filter(|_| wants_spec && operation == Operation::Update)
         .and_then(|old| old.metadata)
         .and_then(|m| serde_json::from_str::<OldAnnotations>(m.get()).ok())
-        .and_then(|m| m.annotations?.remove(POSTPONE_DRAIN_ANNOTATION));
+        .and_then(|m| m.annotations?.remove(POSTPONE_DRAIN_ANNOTATION))
+        .and_then(|v| v.as_str().map(str::to_owned));
     let dry_run = request.dry_run.unwrap_or(false)
         || request
             .object
@@ -312,97 +317,43 @@ impl<'de: 'a, 'a> Deserialize<'de> for ObjectParts<'a> {
     }
 }
 
-/// Builds the value the decisions read from the raw parts. A `metadata` that is not a JSON
-/// object is dropped (the decisions then see no labels), as the old full parse did.
 /// Of a pod's spec, only what steering reads (`steer.rs`).
 #[derive(Deserialize)]
 struct PodAffinity {
     affinity: Option<Value>,
 }
 
+/// Decodes what the decisions read from the raw parts. A `metadata` that is not a JSON
+/// object is dropped (the decisions then see no labels).
 fn decoded_object(
     raw: &ObjectParts,
     with_spec: bool,
     pod_affinity: bool,
-) -> Result<Value, serde_json::Error> {
-    let mut object = Map::new();
+) -> Result<AdmittedObject, serde_json::Error> {
+    let mut object = AdmittedObject::default();
     if let Some(metadata) = raw.metadata.filter(|m| m.get().starts_with('{')) {
-        let metadata: Metadata = serde_json::from_str(metadata.get())?;
-        object.insert("metadata".into(), Value::Object(metadata.0));
+        object.metadata = serde_json::from_str::<ObjectMetadata>(metadata.get())?;
     }
     if with_spec && let Some(spec) = raw.spec {
-        object.insert("spec".into(), serde_json::from_str(spec.get())?);
+        object.spec = Some(serde_json::from_str(spec.get())?);
     } else if pod_affinity && let Some(spec) = raw.spec {
         // A spec that is not an object is the API server's to refuse; there is then
         // nothing to steer by, and no reason to fail the review.
-        let spec = serde_json::from_str::<PodAffinity>(spec.get()).ok();
-        if let Some(affinity) = spec.and_then(|s| s.affinity) {
-            object.insert("spec".into(), serde_json::json!({ "affinity": affinity }));
-        }
+        object.affinity = serde_json::from_str::<PodAffinity>(spec.get())
+            .ok()
+            .and_then(|s| s.affinity);
     }
-    Ok(Value::Object(object))
+    Ok(object)
 }
 
-/// An object's metadata, of it only the fields a decision reads (`decision.rs`, `steer.rs`
-/// and `lifeguard_api::validation`). The rest is skipped without being stored:
-/// `managedFields` above all, which can be the bulk of a real object, but also the
-/// namespace, UID, timestamps and resource version a pod CREATE carries, each of which
-/// would be one more allocated value per review.
-struct Metadata(Map<String, Value>);
-
-/// A metadata key: one a decision reads, or any other (matched without allocating).
-#[derive(Deserialize)]
-#[serde(field_identifier, rename_all = "camelCase")]
-enum MetadataField {
-    Name,
-    Labels,
-    Annotations,
-    Finalizers,
-    OwnerReferences,
-    DeletionTimestamp,
-    #[serde(other)]
-    Unread,
-}
-
-impl MetadataField {
-    fn key(&self) -> Option<&'static str> {
-        Some(match self {
-            Self::Name => "name",
-            Self::Labels => "labels",
-            Self::Annotations => "annotations",
-            Self::Finalizers => "finalizers",
-            Self::OwnerReferences => "ownerReferences",
-            Self::DeletionTimestamp => "deletionTimestamp",
-            Self::Unread => return None,
-        })
-    }
-}
-
-impl<'de> Deserialize<'de> for Metadata {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct MetadataVisitor;
-        impl<'de> Visitor<'de> for MetadataVisitor {
-            type Value = Metadata;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("object metadata")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Metadata, A::Error> {
-                let mut fields = Map::new();
-                while let Some(field) = map.next_key::<MetadataField>()? {
-                    match field.key() {
-                        Some(key) => {
-                            fields.insert(key.to_owned(), map.next_value()?);
-                        }
-                        None => {
-                            map.next_value::<IgnoredAny>()?;
-                        }
-                    }
-                }
-                Ok(Metadata(fields))
-            }
-        }
-        deserializer.deserialize_map(MetadataVisitor)
-    }
+/// `object` decoded as `parse` decodes it in a review of `group`/`kind`: for tests that
+/// build requests without a body.
+#[cfg(test)]
+pub(crate) fn decode_object(group: &str, kind: &str, object: &Value) -> AdmittedObject {
+    let text = object.to_string();
+    let parts: ObjectParts = serde_json::from_str(&text).expect("a test object is a JSON object");
+    decoded_object(&parts, group == GROUP, group.is_empty() && kind == "Pod")
+        .expect("a test object decodes")
 }
 
 /// The review the API server expects back, in kube's types. kube builds a response from
@@ -454,35 +405,10 @@ const ALLOWED_HEAD: &str =
     r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"#;
 const ALLOWED_TAIL: &str = r#","allowed":true,"status":{}}}"#;
 
-/// What the webhook answers for one request.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Decision {
-    Allow,
-    /// Allowed, with warnings the client shows (kubectl prints them as `Warning: ...`).
-    Warn(Vec<String>),
-    Patch(json_patch::Patch),
-    Deny {
-        code: u16,
-        reason: &'static str,
-        message: String,
-    },
-}
-
-impl Decision {
-    /// Metric label.
-    pub fn decision(&self) -> &'static str {
-        match self {
-            Self::Allow | Self::Warn(_) => "allowed",
-            Self::Patch(_) => "patched",
-            Self::Deny { reason, .. } if *reason == "Invalid" => "denied_invalid",
-            Self::Deny { .. } => "denied_maintenance",
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::object::{Finalizers, OwnerReference};
     use serde_json::json;
 
     fn review(request: Value) -> Vec<u8> {
@@ -570,27 +496,26 @@ mod tests {
             }, "spec": {"containers": []}},
         }));
         let request = parse(&body).expect("valid review");
-        let metadata = request.object.as_ref().and_then(|o| o.get("metadata"));
-        let mut kept: Vec<&str> = metadata
-            .and_then(Value::as_object)
-            .map(|m| m.keys().map(String::as_str).collect())
-            .unwrap_or_default();
-        kept.sort_unstable();
+        let object = request.object.expect("the object is kept");
+        let owner = OwnerReference {
+            api_version: Some("lifeguard.dev/v1alpha1".into()),
+            kind: Some("Workspace".into()),
+        };
+        // Every field a decision reads, each with its whole value; nothing else is kept.
         assert_eq!(
-            kept,
-            [
-                "annotations",
-                "deletionTimestamp",
-                "finalizers",
-                "labels",
-                "name",
-                "ownerReferences"
-            ]
-        );
-        assert_eq!(
-            metadata.and_then(|m| m.get("labels")),
-            Some(&json!({"lifeguard.dev/workspace": "alice"})),
-            "a kept field keeps its whole value"
+            object,
+            AdmittedObject {
+                metadata: ObjectMetadata {
+                    name: Some("ws-alice".into()),
+                    labels: [("lifeguard.dev/workspace".into(), "alice".into())].into(),
+                    annotations: [("lifeguard.dev/start".into(), "1".into())].into(),
+                    finalizers: Finalizers::List(vec!["example.com/keep".into()]),
+                    owner_references: vec![owner],
+                    deleting: false,
+                },
+                spec: None,
+                affinity: None,
+            }
         );
     }
 

@@ -15,9 +15,9 @@ use serde_json::json;
 use crate::body::{BodyBudget, BodyError};
 use crate::cache::Caches;
 use crate::certs::CertStore;
-use crate::decision::{self, Inputs, NamespaceLabels};
+use crate::decision::{self, Decision, Inputs, NamespaceLabels};
 use crate::metrics::Metrics;
-use crate::review::{self, AdmissionRequest, Decision};
+use crate::review::{self, AdmissionRequest};
 
 #[derive(Clone)]
 pub struct AppState {

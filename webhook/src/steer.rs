@@ -14,9 +14,9 @@ use serde_json::{Value, json};
 const REQUIRED: &str = "requiredDuringSchedulingIgnoredDuringExecution";
 
 /// The JSON Patch operations that add the affinity for `windows` (the active node-scoped
-/// windows covering the pod) to `pod` (at least its `spec.affinity`, if it has one). None
-/// when no window applies.
-pub fn steer(pod: &Value, windows: &[&CompiledWindow]) -> Vec<PatchOperation> {
+/// windows covering the pod) to a pod whose `spec.affinity` is `affinity`. None when no
+/// window applies.
+pub fn steer(affinity: Option<&Value>, windows: &[&CompiledWindow]) -> Vec<PatchOperation> {
     let selectors: Vec<_> = windows
         .iter()
         .filter_map(|w| w.node_label_selector.as_ref())
@@ -24,8 +24,6 @@ pub fn steer(pod: &Value, windows: &[&CompiledWindow]) -> Vec<PatchOperation> {
     if selectors.is_empty() {
         return Vec::new();
     }
-    // Not `Value::pointer`: it allocates per path segment, on every workspace pod.
-    let affinity = pod.get("spec").and_then(|spec| spec.get("affinity"));
     let node_affinity = affinity.and_then(|a| a.get("nodeAffinity"));
     let required = node_affinity.and_then(|n| n.get(REQUIRED));
     // A term list that does not decode is left for the API server to refuse; steering

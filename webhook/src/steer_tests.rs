@@ -9,8 +9,9 @@ use lifeguard_api::names::{POD_FINALIZER, WORKSPACE_LABEL};
 use serde_json::{Value, json};
 
 use super::*;
+use crate::decision::Decision;
 use crate::decision::{Inputs, NamespaceLabels, mutate, validate};
-use crate::review::{AdmissionRequest, Decision, Operation};
+use crate::review::{self, AdmissionRequest, Operation};
 
 fn window(name: &str, extra: Value) -> CompiledWindow {
     let mut spec = json!({"start": "2026-12-01T22:00:00Z", "end": "2026-12-01T23:00:00Z"});
@@ -36,7 +37,10 @@ fn avoid_node_2() -> Value {
 
 /// The JSON Patch `steer` gives, as JSON.
 fn patch(pod: Value, windows: &[&CompiledWindow]) -> Value {
-    json!(steer(&pod, windows))
+    json!(steer(
+        pod.get("spec").and_then(|s| s.get("affinity")),
+        windows
+    ))
 }
 
 #[test]
@@ -90,7 +94,11 @@ fn pod_request(namespace_labels: Value) -> (AdmissionRequest, NamespaceLabels) {
         operation: Operation::Create,
         namespace: Some("dev".into()),
         name: Some("ws-alice".into()),
-        object: Some(json!({"metadata": {"labels": {WORKSPACE_LABEL: "alice"}}})),
+        object: Some(review::decode_object(
+            "",
+            "Pod",
+            &json!({"metadata": {"labels": {WORKSPACE_LABEL: "alice"}}}),
+        )),
         username: "controller".into(),
         spec_unchanged: false,
         old_postpone_request: None,

@@ -2,8 +2,8 @@
 //! well-formed review gets a response for its own uid.
 
 use jiff::Timestamp;
-use lifeguard_webhook::decision::{Inputs, NamespaceLabels, mutate, validate};
-use lifeguard_webhook::review::{self, Decision};
+use lifeguard_webhook::decision::{Decision, Inputs, NamespaceLabels, mutate, validate};
+use lifeguard_webhook::review;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

@@ -9,26 +9,16 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
 use tokio::time::Instant;
 
 use crate::report::TAINT_KEY;
-use crate::state::TaintState;
+use crate::taint::{Fleet, TaintState};
 use crate::verdict::Verdict;
 
 /// The default share: half the fleet, the line medik8s' node-healthcheck draws by default
 /// (`minHealthy: 51%`). Past it, the untainted rest could not absorb the workspaces the
 /// taint would steer to it, and a cause shared by that many nodes is not theirs.
 pub const DEFAULT_MAX_TAINTED_SHARE: f64 = 0.5;
-
-/// What the guard counted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Fleet {
-    /// Every Node in the cluster, this one included.
-    pub nodes: u64,
-    /// Nodes other than this one that carry lifeguard's taint.
-    pub tainted: u64,
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TaintDecision {

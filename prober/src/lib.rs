@@ -14,6 +14,7 @@ pub mod probe_pod;
 pub mod report;
 pub mod server;
 pub mod state;
+pub mod taint;
 pub mod unproven;
 pub mod verdict;
 pub mod volume;
@@ -28,8 +29,9 @@ use crate::checks::Cadence;
 use crate::container::ContainerProbe;
 use crate::flags::Config;
 use crate::metrics::Metrics;
-use crate::node::{NodeReporter, TaintPolicy};
+use crate::node::NodeReporter;
 use crate::state::Shared;
+use crate::taint::TaintPolicy;
 
 pub async fn run(config: Config) -> anyhow::Result<()> {
     config.validate().map_err(anyhow::Error::msg)?;

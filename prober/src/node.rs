@@ -18,9 +18,10 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::container::describe;
-use crate::fleet::{self, Fleet, TaintDecision, TaintTurn};
+use crate::fleet::{self, TaintDecision, TaintTurn};
 use crate::report::{self, Shown};
-use crate::state::{Shared, TaintState, TaintStatus};
+use crate::state::{Published, Shared};
+use crate::taint::{Fleet, TaintPolicy, TaintState, TaintStatus};
 use crate::unproven::{self, UnprovenState, UnprovenStep};
 use crate::verdict::{Judgement, Verdict};
 
@@ -28,25 +29,6 @@ const CALL_BUDGET: Duration = Duration::from_secs(10);
 const RETRY: Duration = Duration::from_secs(5);
 const CONFLICT_RETRIES: u32 = 5;
 const REPORTING_CONTROLLER: &str = "lifeguard.dev/prober";
-
-/// What the checks publish to the reporter.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Published {
-    /// False until every check has run once: nothing is written before that.
-    pub started: bool,
-    pub judgement: Judgement,
-}
-
-/// Taint settings of the reporter.
-#[derive(Debug, Clone)]
-pub struct TaintPolicy {
-    pub enabled: bool,
-    /// See `fleet::decide`.
-    pub max_share: f64,
-    /// A new taint waits a random part of this (the check interval), so probers that see
-    /// one fleet-wide failure at the same moment do not all count zero tainted nodes.
-    pub spread: Duration,
-}
 
 pub struct NodeReporter {
     nodes: Api<Node>,

@@ -106,9 +106,7 @@ mod tests {
 
     #[test]
     fn a_held_back_taint_shows_in_status_and_metrics() {
-        use crate::fleet::Fleet;
-        use crate::node::TaintPolicy;
-        use crate::state::{TaintState, TaintStatus};
+        use crate::taint::{Fleet, TaintPolicy, TaintState, TaintStatus};
         let metrics = Metrics::new().expect("metrics");
         let (shared, _published) = Shared::new("n1".into(), serde_json::json!({}), metrics, 2);
         let policy = TaintPolicy {

@@ -1,75 +1,24 @@
 //! What the checks share with the endpoints and the Node reporter.
 
-use crate::unproven::UnprovenState;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Taint;
-use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use crate::fleet::Fleet;
 use crate::metrics::Metrics;
-use crate::node::{Published, TaintPolicy};
-use crate::report;
-use crate::verdict::{Check, Judge, Outcome, Verdict};
+use crate::taint::{TaintState, TaintStatus};
+use crate::unproven::UnprovenState;
+use crate::verdict::{Check, Judge, Judgement, Outcome, Verdict};
 
-/// Where the node's taint stands, for `/status`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "state", rename_all = "camelCase")]
-pub enum TaintState {
-    /// `--taint` is not set.
-    Off,
-    /// Not looked at yet.
-    Unknown,
-    /// Absent, as the verdict asks.
-    Clear,
-    /// Unhealthy: the taint waits for its spread before the fleet guard is asked.
-    Pending,
-    Applied,
-    /// Unhealthy, but the fleet guard holds the taint back; the condition still says False.
-    #[serde(rename_all = "camelCase")]
-    HeldBack {
-        fleet: Fleet,
-        why: String,
-    },
-}
-
-impl TaintState {
-    /// What the node's taints show.
-    pub fn settled(taints: &[Taint]) -> Self {
-        if taints.iter().any(report::is_ours) {
-            TaintState::Applied
-        } else {
-            TaintState::Clear
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TaintStatus {
-    pub enabled: bool,
-    pub max_tainted_share: f64,
-    #[serde(flatten)]
-    pub state: TaintState,
-}
-
-impl TaintStatus {
-    pub fn new(policy: &TaintPolicy) -> Self {
-        Self {
-            enabled: policy.enabled,
-            max_tainted_share: policy.max_share,
-            state: if policy.enabled {
-                TaintState::Unknown
-            } else {
-                TaintState::Off
-            },
-        }
-    }
+/// What the checks publish to the reporter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Published {
+    /// False until every check has run once: nothing is written before that.
+    pub started: bool,
+    pub judgement: Judgement,
 }
 
 pub struct Shared {

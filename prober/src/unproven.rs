@@ -13,7 +13,7 @@
 
 use serde::Serialize;
 
-use crate::fleet::Fleet;
+use crate::taint::Fleet;
 use crate::verdict::Verdict;
 
 pub use lifeguard_api::names::NODE_UNPROVEN_KEY as UNPROVEN_KEY;

@@ -12,6 +12,8 @@ use kube::api::{Api, DeleteParams, GetParams, ListParams, PostParams};
 use kube::{Client, ResourceExt};
 use tokio::time::{Instant, timeout_at};
 
+pub use crate::error::describe;
+use crate::error::{ApiError, Error};
 use crate::probe_pod::{self, Blame, PodParams, PodState, Turn};
 use crate::verdict::Outcome;
 
@@ -27,23 +29,6 @@ pub struct ContainerProbe {
     pub pull_policy: String,
     pub deadline: Duration,
     pub ttl: Duration,
-}
-
-/// A kube error in words, with whether it means the API server is in trouble (as opposed
-/// to refusing us, e.g. RBAC). Either way the run is inconclusive.
-pub fn describe(error: &kube::Error) -> String {
-    match error {
-        kube::Error::Api(status) if status.code >= 500 || status.code == 429 => {
-            format!("API server error {}: {}", status.code, status.message)
-        }
-        kube::Error::Api(status) => {
-            format!("API server refused ({}): {}", status.code, status.message)
-        }
-        kube::Error::HyperError(_) | kube::Error::Service(_) => {
-            format!("API server unreachable: {error}")
-        }
-        other => format!("API call failed: {other}"),
-    }
 }
 
 /// A refused create (403 RBAC or Pod Security, 409, 422 invalid, 429, 5xx quota or
@@ -88,7 +73,7 @@ impl ContainerProbe {
 
     /// Reads the Node: cordoned, or the uid that owns this turn's probe pod. An error is
     /// API trouble, which says nothing about the node.
-    pub async fn turn(&self) -> Result<Turn, String> {
+    pub async fn turn(&self) -> Result<Turn, Error> {
         // From the API server's watch cache (resourceVersion 0): one read per node per
         // interval must not reach etcd; a cordon seen a moment late costs one probe pod,
         // which the drain evicts.
@@ -96,9 +81,9 @@ impl ContainerProbe {
         let read = self.nodes.get_with(&self.node, &params);
         let node = tokio::time::timeout(self.deadline, read)
             .await
-            .map_err(|_| "API server did not answer".to_string())?
-            .map_err(|e| describe(&e))?;
-        probe_pod::turn(&node)
+            .map_err(|_| ApiError::NoAnswer)?
+            .map_err(ApiError::Failed)?;
+        Ok(probe_pod::turn(&node)?)
     }
 
     /// Creates the throwaway pod, waits for it to succeed within the deadline, deletes it.
@@ -184,7 +169,7 @@ impl ContainerProbe {
     }
 
     /// Deletes this node's throwaway pods past their expiry; returns how many.
-    pub async fn sweep(&self, now_unix: i64) -> Result<u32, String> {
+    pub async fn sweep(&self, now_unix: i64) -> Result<u32, Error> {
         // Served from the API server's watch cache (resourceVersion 0, "any"): without it,
         // each node's prober read every pod of the probe namespace (the whole fleet's probe
         // pods) from etcd every interval. Only pods past their expiry are reaped, so a pod a
@@ -195,8 +180,8 @@ impl ContainerProbe {
             .match_any();
         let list = tokio::time::timeout(self.deadline, self.api.list(&params))
             .await
-            .map_err(|_| "API server did not answer the list".to_string())?
-            .map_err(|e| describe(&e))?;
+            .map_err(|_| Error::step("listing probe pods", ApiError::NoAnswer))?
+            .map_err(|e| Error::step("listing probe pods", ApiError::Failed(e)))?;
         let mut reaped = 0;
         for pod in list
             .items
@@ -208,8 +193,18 @@ impl ContainerProbe {
             match tokio::time::timeout(DELETE_BUDGET, self.api.delete(&name, &params)).await {
                 Ok(Ok(_)) => reaped += 1,
                 Ok(Err(kube::Error::Api(s))) if s.code == 404 => {}
-                Ok(Err(e)) => return Err(format!("deleting leftover {name}: {}", describe(&e))),
-                Err(_) => return Err(format!("deleting leftover {name}: no answer")),
+                Ok(Err(e)) => {
+                    return Err(Error::step(
+                        format!("deleting leftover {name}"),
+                        ApiError::Failed(e),
+                    ));
+                }
+                Err(_) => {
+                    return Err(Error::step(
+                        format!("deleting leftover {name}"),
+                        ApiError::NoAnswer,
+                    ));
+                }
             }
             tracing::info!(pod = %name, "reaped an expired probe pod");
         }

@@ -5,6 +5,7 @@
 pub mod checks;
 pub mod container;
 pub mod disposal_standin;
+pub mod error;
 pub mod flags;
 pub mod fleet;
 pub mod metrics;

@@ -17,7 +17,7 @@ use lifeguard_runtime::pages::Pages;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::container::describe;
+use crate::error::{ApiError, Error};
 use crate::fleet::{self, TaintDecision, TaintTurn};
 use crate::report::{self, Shown};
 use crate::state::{Published, Shared};
@@ -53,12 +53,17 @@ pub struct NodeReporter {
 
 async fn bounded<T>(
     call: impl std::future::Future<Output = Result<T, kube::Error>>,
-) -> Result<T, String> {
+) -> Result<T, ApiError> {
     match tokio::time::timeout(CALL_BUDGET, call).await {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(describe(&e)),
-        Err(_) => Err("API server did not answer".into()),
+        Ok(Err(e)) => Err(ApiError::Failed(e)),
+        Err(_) => Err(ApiError::NoAnswer),
     }
+}
+
+/// The step that removes the unproven taint and label, as its errors name it.
+fn removing() -> String {
+    format!("removing {}", unproven::UNPROVEN_KEY)
 }
 
 impl NodeReporter {
@@ -125,7 +130,7 @@ impl NodeReporter {
         }
     }
 
-    async fn sync(&mut self, judgement: &Judgement) -> Result<(), String> {
+    async fn sync(&mut self, judgement: &Judgement) -> Result<(), Error> {
         if !self.loaded {
             let node = bounded(self.nodes.get(&self.node)).await?;
             self.node_ref.uid = node.meta().uid.clone();
@@ -177,7 +182,7 @@ impl NodeReporter {
 
     /// Brings the taint (and its mirror label) in line with the verdict; a new taint
     /// waits for its spread and for the fleet guard.
-    async fn sync_marks(&mut self, verdict: Verdict) -> Result<(), String> {
+    async fn sync_marks(&mut self, verdict: Verdict) -> Result<(), Error> {
         if verdict != Verdict::Unhealthy {
             self.taint_due = None;
         }
@@ -225,7 +230,7 @@ impl NodeReporter {
         Ok(())
     }
 
-    async fn write_marks(&mut self, verdict: Verdict) -> Result<TaintState, String> {
+    async fn write_marks(&mut self, verdict: Verdict) -> Result<TaintState, Error> {
         for _ in 0..CONFLICT_RETRIES {
             let node = bounded(self.nodes.get(&self.node)).await?;
             let taints = node
@@ -275,17 +280,18 @@ impl NodeReporter {
                     return Ok(state);
                 }
                 Ok(Err(kube::Error::Api(s))) if s.code == 409 => continue,
-                Ok(Err(e)) => return Err(format!("updating taints: {}", describe(&e))),
-                Err(_) => return Err("updating taints: API server did not answer".into()),
+                Ok(Err(e)) => return Err(Error::step("updating taints", ApiError::Failed(e))),
+                Err(_) => return Err(Error::step("updating taints", ApiError::NoAnswer)),
             }
         }
-        Err(format!(
-            "updating taints: {CONFLICT_RETRIES} conflicts in a row"
-        ))
+        Err(Error::Conflicts {
+            step: "updating taints".into(),
+            retries: CONFLICT_RETRIES,
+        })
     }
 
     /// Removes the unproven taint and label once the verdict allows it (`unproven::step`).
-    async fn sync_unproven(&mut self, verdict: Verdict) -> Result<(), String> {
+    async fn sync_unproven(&mut self, verdict: Verdict) -> Result<(), Error> {
         let state = self.shared.unproven_state();
         let due = self.unproven_look.is_none_or(|at| Instant::now() >= at);
         // A settled node is looked at again each heartbeat (a Node deleted and registered
@@ -345,19 +351,8 @@ impl NodeReporter {
             match patched {
                 Ok(Ok(_)) => {}
                 Ok(Err(kube::Error::Api(s))) if s.code == 409 => continue,
-                Ok(Err(e)) => {
-                    return Err(format!(
-                        "removing {}: {}",
-                        unproven::UNPROVEN_KEY,
-                        describe(&e)
-                    ));
-                }
-                Err(_) => {
-                    return Err(format!(
-                        "removing {}: API server did not answer",
-                        unproven::UNPROVEN_KEY
-                    ));
-                }
+                Ok(Err(e)) => return Err(Error::step(removing(), ApiError::Failed(e))),
+                Err(_) => return Err(Error::step(removing(), ApiError::NoAnswer)),
             }
             let (reason, warning, message) = match &next {
                 UnprovenState::Released { why, .. } => ("UnprovenReleased", true, why.clone()),
@@ -375,14 +370,14 @@ impl NodeReporter {
             self.shared.set_unproven(next);
             return Ok(());
         }
-        Err(format!(
-            "removing {}: {CONFLICT_RETRIES} conflicts in a row",
-            unproven::UNPROVEN_KEY
-        ))
+        Err(Error::Conflicts {
+            step: removing(),
+            retries: CONFLICT_RETRIES,
+        })
     }
 
     /// All Nodes, and the other Nodes carrying `label` (metadata only).
-    async fn count_labelled(&self, label: &str) -> Result<Fleet, String> {
+    async fn count_labelled(&self, label: &str) -> Result<Fleet, Error> {
         let nodes = self.count_nodes().await?;
         let labelled = bounded(self.nodes.list_metadata(
             // resourceVersion 0: served from the API server's cache (every version
@@ -401,12 +396,12 @@ impl NodeReporter {
     }
 
     /// All Nodes, and the other Nodes labelled as tainted.
-    async fn count_fleet(&self) -> Result<Fleet, String> {
+    async fn count_fleet(&self) -> Result<Fleet, Error> {
         self.count_labelled(report::TAINTED_LABEL).await
     }
 
     /// All Nodes: a list of one, the API server counts the rest.
-    async fn count_nodes(&self) -> Result<u64, String> {
+    async fn count_nodes(&self) -> Result<u64, Error> {
         let all = bounded(self.nodes.list_metadata(&ListParams::default().limit(1))).await?;
         let listed = all.items.len() as u64;
         Ok(
@@ -422,7 +417,7 @@ impl NodeReporter {
         )
     }
 
-    async fn count_paged(&self) -> Result<u64, String> {
+    async fn count_paged(&self) -> Result<u64, Error> {
         let mut pages = Pages::new(ListParams::default().limit(500));
         let mut count = 0;
         while let Some(page) = bounded(pages.next_metadata(&self.nodes)).await? {
@@ -450,7 +445,9 @@ impl NodeReporter {
         .await
         {
             Ok(Ok(_)) => {}
-            Ok(Err(e)) => tracing::warn!(error = %describe(&e), reason, "cannot publish event"),
+            Ok(Err(e)) => {
+                tracing::warn!(error = %ApiError::Failed(e), reason, "cannot publish event")
+            }
             Err(_) => tracing::warn!(reason, "cannot publish event: API server did not answer"),
         }
     }

@@ -3,6 +3,7 @@
 use k8s_openapi::api::core::v1::{ContainerState, ContainerStatus, Node, Pod};
 use serde_json::json;
 
+use crate::error::NoNodeUid;
 use crate::verdict::Outcome;
 
 /// Marks throwaway probe pods (value `container`), for the janitor's selector.
@@ -269,7 +270,7 @@ pub enum Turn {
     Cordoned,
 }
 
-pub fn turn(node: &Node) -> Result<Turn, String> {
+pub fn turn(node: &Node) -> Result<Turn, NoNodeUid> {
     if node
         .spec
         .as_ref()
@@ -282,7 +283,7 @@ pub fn turn(node: &Node) -> Result<Turn, String> {
         Some(uid) if !uid.is_empty() => Ok(Turn::Probe {
             node_uid: uid.to_string(),
         }),
-        _ => Err("the Node has no uid to own the probe pod".into()),
+        _ => Err(NoNodeUid),
     }
 }
 

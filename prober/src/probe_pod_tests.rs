@@ -486,7 +486,7 @@ fn a_cordoned_node_gets_no_probe_pod() {
     ];
     for (unschedulable, uid, want) in cases {
         assert_eq!(
-            turn(&node(unschedulable, uid)),
+            turn(&node(unschedulable, uid)).map_err(|e| e.to_string()),
             want,
             "{unschedulable:?} {uid:?}"
         );

@@ -1,6 +1,7 @@
 //! The node taint's types: the reporter's settings, where the taint stands (for `/status`)
-//! and the fleet count its guard decides on. A leaf: the checks' shared state, the fleet
-//! guard, the unproven rule and the Node reporter all use these, and these use none of them.
+//! and the fleet count its guard decides on. The checks' shared state, the fleet guard, the
+//! unproven rule and the Node reporter all use these; these use none of them (only
+//! `report`'s rule for which taint is lifeguard's).
 
 use std::time::Duration;
 

@@ -55,6 +55,12 @@ export PATH="$LG_K8S_BIN:$LG_CONTAINERD_BIN:$LG_ETCD_BIN:$PATH"
 LG_HELM_VERSION=v4.3.2
 LG_HELM_BIN="$LG_CACHE/helm-$LG_HELM_VERSION-$(module_key helm)-r$LG_BUILD_RECIPE"
 export PATH="$LG_HELM_BIN:$PATH"
+# kwok (SIG Scheduling's node and pod simulator) for the fake nodes (`lifeguard-cluster
+# fake-nodes`, cluster/kwok.sh): thousands of Nodes and their pods' status from one process,
+# against the real API server and scheduler (cluster/build-kwok.sh builds it when they first
+# need it).
+LG_KWOK_VERSION=v0.8.0
+LG_KWOK_BIN="$LG_CACHE/kwok-$LG_KWOK_VERSION-$(module_key kwok)-r$LG_BUILD_RECIPE"
 # Karpenter with its kwok cloud provider, for the e2e test of an upgrade tool's own drain
 # (tests/tests/karpenter.rs; cluster/build-karpenter.sh builds it when the test first needs
 # it). Its module asks for a newer Go than the cluster's other binaries.

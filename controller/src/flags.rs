@@ -1,6 +1,7 @@
 //! Command-line flags; every flag can also be set through its environment variable.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use clap::Parser;
 use jiff::SignedDuration;
@@ -8,6 +9,8 @@ use lifeguard_api::rejection::{Classifier, ClassifierError};
 pub use lifeguard_runtime::process::LogFormat;
 use lifeguard_runtime::process::parse_duration;
 
+use crate::notify::retry::Policy;
+use crate::notify::settings::{Format, Settings as NotifySettings, Target};
 use crate::workspace::namespace_policy::NamespacePolicy;
 use crate::workspace::plan::Settings;
 use crate::workspace::service_account_policy::ServiceAccountPolicy;
@@ -161,7 +164,7 @@ pub struct Config {
         value_enum,
         default_value = "json"
     )]
-    pub notify_format: crate::notify::settings::Format,
+    pub notify_format: Format,
     /// A file holding a bearer token sent with each notification (a mounted Secret's key);
     /// read before each attempt, never logged.
     #[arg(long, env = "LIFEGUARD_NOTIFY_TOKEN_FILE")]
@@ -273,6 +276,60 @@ impl Config {
     }
 }
 
+/// Bounds of the flags: a deadline past a minute would let one hung receiver hold every
+/// document behind it that long; a queue past 100,000 documents (a few KiB each) would cost
+/// the controller hundreds of megabytes while the receiver is away.
+const MAX_TIMEOUT: Duration = Duration::from_secs(60);
+const MAX_QUEUE: usize = 100_000;
+const FIRST_RETRY: Duration = Duration::from_secs(1);
+
+fn positive(flag: &str, d: SignedDuration) -> Result<Duration, String> {
+    Duration::try_from(d)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("{flag} ({d:#}) must be longer than zero"))
+}
+
+impl Config {
+    /// The notification settings, checked; `None` without `--notify-url`: notifications
+    /// are off.
+    pub fn notify_settings(&self) -> Result<Option<NotifySettings>, String> {
+        let config = self;
+        let Some(url) = config.notify_url.as_deref().filter(|u| !u.is_empty()) else {
+            return Ok(None);
+        };
+        let target = Target::parse(url)?;
+        let timeout = positive("--notify-timeout", config.notify_timeout)?;
+        if timeout > MAX_TIMEOUT {
+            return Err(format!(
+                "--notify-timeout ({:#}) must be at most 1m",
+                config.notify_timeout
+            ));
+        }
+        if config.notify_queue == 0 || config.notify_queue > MAX_QUEUE {
+            return Err(format!(
+                "--notify-queue ({}) must be between 1 and {MAX_QUEUE}",
+                config.notify_queue
+            ));
+        }
+        let max = positive("--notify-backoff-max", config.notify_backoff_max)?.max(FIRST_RETRY);
+        let give_up_after = positive("--notify-give-up-after", config.notify_give_up_after)?;
+        Ok(Some(NotifySettings {
+            target,
+            format: config.notify_format,
+            token_file: config.notify_token_file.clone(),
+            timeout,
+            queue: config.notify_queue,
+            policy: Policy {
+                first: FIRST_RETRY,
+                max,
+                give_up_after,
+            },
+            cluster: config.notify_cluster.clone().filter(|c| !c.is_empty()),
+        }))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -370,5 +427,61 @@ mod tests {
             err.to_string().starts_with("--pods-gate-namespaces: "),
             "{err}"
         );
+    }
+
+    fn notify_settings(args: &[&str]) -> Result<Option<NotifySettings>, String> {
+        let argv = std::iter::once("lifeguard-controller").chain(args.iter().copied());
+        Config::try_parse_from(argv)
+            .expect("flags parse")
+            .notify_settings()
+    }
+
+    #[test]
+    fn off_by_default_and_flags_are_bounded() {
+        assert!(notify_settings(&[]).expect("defaults").is_none());
+        let on = notify_settings(&["--notify-url=http://r:1/", "--notify-cluster=eu-1"])
+            .expect("valid")
+            .expect("on");
+        assert_eq!(on.format, Format::Json);
+        assert_eq!(on.timeout, Duration::from_secs(5));
+        assert_eq!(on.queue, 1000);
+        assert_eq!(
+            on.policy,
+            Policy {
+                first: Duration::from_secs(1),
+                max: Duration::from_secs(60),
+                give_up_after: Duration::from_secs(1800)
+            }
+        );
+        assert_eq!(on.cluster.as_deref(), Some("eu-1"));
+        let refused = [
+            (
+                "--notify-timeout=0s",
+                "--notify-timeout (0s) must be longer than zero",
+            ),
+            (
+                "--notify-timeout=2m",
+                "--notify-timeout (2m) must be at most 1m",
+            ),
+            (
+                "--notify-queue=0",
+                "--notify-queue (0) must be between 1 and 100000",
+            ),
+            (
+                "--notify-give-up-after=0s",
+                "--notify-give-up-after (0s) must be longer than zero",
+            ),
+        ];
+        for (flag, want) in refused {
+            let err = notify_settings(&["--notify-url=http://r:1/", flag]).expect_err(flag);
+            assert_eq!(err, want, "{flag}");
+        }
+        let am = notify_settings(&[
+            "--notify-url=http://am:9093/api/v2/alerts",
+            "--notify-format=alertmanager",
+        ])
+        .expect("valid")
+        .expect("on");
+        assert_eq!(am.format, Format::Alertmanager);
     }
 }

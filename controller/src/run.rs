@@ -163,7 +163,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         .transpose()
         .map_err(anyhow::Error::msg)
         .context("--prometheus-url")?;
-    let notify_settings = crate::notify::settings::Settings::from_config(&config)
+    let notify_settings = config
+        .notify_settings()
         .map_err(anyhow::Error::msg)
         .context("invalid notification flags")?;
     let notify_metrics = crate::notify::metrics::NotifyMetrics::register(&metrics.registry())

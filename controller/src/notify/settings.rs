@@ -4,10 +4,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use hyper::Uri;
-use jiff::SignedDuration;
 
 use super::retry::Policy;
-use crate::flags::Config;
 
 /// The body posted per document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -102,67 +100,9 @@ pub struct Settings {
     pub cluster: Option<String>,
 }
 
-/// Bounds of the flags: a deadline past a minute would let one hung receiver hold every
-/// document behind it that long; a queue past 100,000 documents (a few KiB each) would cost
-/// the controller hundreds of megabytes while the receiver is away.
-const MAX_TIMEOUT: Duration = Duration::from_secs(60);
-const MAX_QUEUE: usize = 100_000;
-const FIRST_RETRY: Duration = Duration::from_secs(1);
-
-fn positive(flag: &str, d: SignedDuration) -> Result<Duration, String> {
-    Duration::try_from(d)
-        .ok()
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| format!("{flag} ({d:#}) must be longer than zero"))
-}
-
-impl Settings {
-    /// `None` without `--notify-url`: notifications are off.
-    pub fn from_config(config: &Config) -> Result<Option<Self>, String> {
-        let Some(url) = config.notify_url.as_deref().filter(|u| !u.is_empty()) else {
-            return Ok(None);
-        };
-        let target = Target::parse(url)?;
-        let timeout = positive("--notify-timeout", config.notify_timeout)?;
-        if timeout > MAX_TIMEOUT {
-            return Err(format!(
-                "--notify-timeout ({:#}) must be at most 1m",
-                config.notify_timeout
-            ));
-        }
-        if config.notify_queue == 0 || config.notify_queue > MAX_QUEUE {
-            return Err(format!(
-                "--notify-queue ({}) must be between 1 and {MAX_QUEUE}",
-                config.notify_queue
-            ));
-        }
-        let max = positive("--notify-backoff-max", config.notify_backoff_max)?.max(FIRST_RETRY);
-        let give_up_after = positive("--notify-give-up-after", config.notify_give_up_after)?;
-        Ok(Some(Self {
-            target,
-            format: config.notify_format,
-            token_file: config.notify_token_file.clone(),
-            timeout,
-            queue: config.notify_queue,
-            policy: Policy {
-                first: FIRST_RETRY,
-                max,
-                give_up_after,
-            },
-            cluster: config.notify_cluster.clone().filter(|c| !c.is_empty()),
-        }))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    fn settings(args: &[&str]) -> Result<Option<Settings>, String> {
-        let argv = std::iter::once("lifeguard-controller").chain(args.iter().copied());
-        Settings::from_config(&Config::try_parse_from(argv).expect("flags parse"))
-    }
 
     #[test]
     fn urls_are_parsed_and_refused_with_a_reason() {
@@ -213,54 +153,5 @@ mod tests {
                 .authority(),
             "[fd00::1]:8080"
         );
-    }
-
-    #[test]
-    fn off_by_default_and_flags_are_bounded() {
-        assert!(settings(&[]).expect("defaults").is_none());
-        let on = settings(&["--notify-url=http://r:1/", "--notify-cluster=eu-1"])
-            .expect("valid")
-            .expect("on");
-        assert_eq!(on.format, Format::Json);
-        assert_eq!(on.timeout, Duration::from_secs(5));
-        assert_eq!(on.queue, 1000);
-        assert_eq!(
-            on.policy,
-            Policy {
-                first: Duration::from_secs(1),
-                max: Duration::from_secs(60),
-                give_up_after: Duration::from_secs(1800)
-            }
-        );
-        assert_eq!(on.cluster.as_deref(), Some("eu-1"));
-        let refused = [
-            (
-                "--notify-timeout=0s",
-                "--notify-timeout (0s) must be longer than zero",
-            ),
-            (
-                "--notify-timeout=2m",
-                "--notify-timeout (2m) must be at most 1m",
-            ),
-            (
-                "--notify-queue=0",
-                "--notify-queue (0) must be between 1 and 100000",
-            ),
-            (
-                "--notify-give-up-after=0s",
-                "--notify-give-up-after (0s) must be longer than zero",
-            ),
-        ];
-        for (flag, want) in refused {
-            let err = settings(&["--notify-url=http://r:1/", flag]).expect_err(flag);
-            assert_eq!(err, want, "{flag}");
-        }
-        let am = settings(&[
-            "--notify-url=http://am:9093/api/v2/alerts",
-            "--notify-format=alertmanager",
-        ])
-        .expect("valid")
-        .expect("on");
-        assert_eq!(am.format, Format::Alertmanager);
     }
 }

@@ -1,4 +1,5 @@
-//! The workspace reconciler's cache of Namespace labels, for windows' `namespaceSelector`s:
+//! Namespace labels, for windows' `namespaceSelector`s: a fresh list for a window's pass
+//! (`list_labels`), and the workspace reconciler's cache of them:
 //! a notice is computed from them on every reconcile, and a window's change reaches only
 //! the namespaces its selectors cover (`notice_reach`). Only the name and the labels are
 //! kept (a few hundred bytes a namespace).
@@ -18,6 +19,21 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
+
+/// Every Namespace's labels, listed now (metadata only): what a window's pass reads, where
+/// the cache above may still be filling.
+pub async fn list_labels(
+    client: &Client,
+) -> Result<BTreeMap<String, BTreeMap<String, String>>, kube::Error> {
+    let api: Api<PartialObjectMeta<Namespace>> = Api::all(client.clone());
+    Ok(api
+        .list_metadata(&kube::api::ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .map(|ns| (ns.name_any(), ns.metadata.labels.unwrap_or_default()))
+        .collect())
+}
 
 #[derive(Clone)]
 pub struct NamespaceCache {

@@ -123,7 +123,7 @@ pub async fn hold_drain(
     } else {
         let gate_namespaces = ctx.settings.pods_gate_namespaces.as_ref();
         let namespaces = if gates.pods.is_some() && gate_namespaces.is_some() {
-            super::reconcile::namespace_labels(ctx).await?
+            crate::namespaces::list_labels(&ctx.client).await?
         } else {
             BTreeMap::new()
         };

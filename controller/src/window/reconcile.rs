@@ -9,10 +9,8 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Namespace;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
-use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action as Requeue;
 use kube::runtime::controller::Error as ControllerError;
 use kube::runtime::events::EventType;
@@ -33,19 +31,6 @@ use crate::{Context, Error, FIELD_MANAGER};
 /// Workspaces per page: a drain re-plans every two seconds, and a full list of 10,000
 /// workspaces each time would cost tens of megabytes per pass.
 const PAGE: u32 = 200;
-
-pub(super) async fn namespace_labels(
-    ctx: &Context,
-) -> Result<BTreeMap<String, BTreeMap<String, String>>, Error> {
-    let api: Api<PartialObjectMeta<Namespace>> = Api::all(ctx.client.clone());
-    Ok(api
-        .list_metadata(&ListParams::default())
-        .await?
-        .items
-        .into_iter()
-        .map(|ns| (ns.name_any(), ns.metadata.labels.unwrap_or_default()))
-        .collect())
-}
 
 /// One pass over the Workspaces serves the drain, the count of notified ones and the
 /// per-node tally: from the controller's watch where that serves (`survey_index`), else
@@ -77,7 +62,7 @@ async fn survey(
         } else if let Some(watched) = ctx.namespaces.all() {
             Cow::Owned(watched)
         } else {
-            Cow::Borrowed(&*listed.insert(namespace_labels(ctx).await?))
+            Cow::Borrowed(&*listed.insert(crate::namespaces::list_labels(&ctx.client).await?))
         };
         let indexed = ctx.survey_index.fold_pages(PAGE as usize, |page| {
             survey.add(&valid.window, page, &namespaces)
@@ -89,7 +74,7 @@ async fn survey(
     }
     let namespaces = match listed {
         Some(listed) => listed,
-        None if wants_namespaces => namespace_labels(ctx).await?,
+        None if wants_namespaces => crate::namespaces::list_labels(&ctx.client).await?,
         None => BTreeMap::new(),
     };
     let api = Api::<Workspace>::all(ctx.client.clone());

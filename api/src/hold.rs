@@ -1,6 +1,6 @@
 //! Drain gates, the pure part: checking `holdWhile` and `maxHold`, and the compiled form
 //! the controller evaluates. What a gate answers and what the drain then does is the
-//! controller's (`controller/src/window/hold.rs`).
+//! controller's (`controller/src/window/hold_decision.rs`).
 
 use jiff::SignedDuration;
 use kube::core::Selector;

@@ -28,7 +28,7 @@ pub struct Metrics {
     /// Covered workspaces whose owner postponed their stop, by window (`spec.maxPostpone`).
     pub drain_postponed: IntGaugeVec,
     pub would_drain: IntGaugeVec,
-    /// 1 while a gate holds a window's drain, by window and gate (`window/hold.rs`).
+    /// 1 while a gate holds a window's drain, by window and gate (`window/hold_decision.rs`).
     pub drain_held: IntGaugeVec,
     pub drain_hold_expiries: IntCounterVec,
     pub workspaces_notified: IntGaugeVec,

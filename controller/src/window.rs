@@ -2,8 +2,8 @@
 //! occurrence), its drain and its count of notified workspaces. `plan` decides (pure);
 //! `reconcile` lists the workspaces a page at a time, asks `plan` and writes the answer.
 
-pub mod gates;
-pub mod hold;
+pub mod gate_answers;
+pub mod hold_decision;
 pub mod node_signal;
 pub mod nodes;
 pub mod pacing;

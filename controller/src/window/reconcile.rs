@@ -24,7 +24,7 @@ use super::pacing::{self, LastSurvey, SurveyPacer};
 use super::plan::{self, IDLE_POLL, SpecCheck, Survey, ValidWindow};
 use super::resume::ResumePlan;
 use super::survey_index::{self, SurveySource};
-use super::{gates, hold, node_signal};
+use super::{gate_answers, hold_decision, node_signal};
 use crate::metrics::Metrics;
 use crate::{Context, Error, FIELD_MANAGER};
 
@@ -161,9 +161,9 @@ pub async fn reconcile_window(
             .with_label_values(&[source.as_str()])
             .observe(took.as_secs_f64());
     }
-    // A gate that holds leaves the drain no new stop (`hold.rs`).
+    // A gate that holds leaves the drain no new stop (`hold_decision.rs`).
     let kept_hold = mw.status.as_ref().and_then(|s| s.hold.as_ref());
-    let hold = gates::hold_drain(&ctx, &valid, &mut survey, kept_hold, now).await?;
+    let hold = gate_answers::hold_drain(&ctx, &valid, &mut survey, kept_hold, now).await?;
     // Known only now that a hold has had its say: whether the drain's last stops are all
     // in flight, so that the end of the last one is surveyed at once (`pacing`).
     last.awaiting = survey.drain.as_ref().and_then(pacing::stops_awaited);
@@ -211,9 +211,9 @@ pub async fn reconcile_window(
         .await;
     }
     record_metrics(&ctx.metrics, &name, valid.window.enforces(), &survey);
-    gates::record(&ctx, &mw, hold.as_ref(), max_hold).await;
+    gate_answers::record(&ctx, &mw, hold.as_ref(), max_hold).await;
     let mut settled = plan::settle(valid, &survey, mw.metadata.generation, now);
-    hold::settle(
+    hold_decision::settle(
         &mut settled.status,
         hold.as_ref(),
         max_hold,

@@ -1,5 +1,5 @@
 //! Asks a draining window's gates (`spec.holdWhile`): the Prometheus query and the pods.
-//! Thin I/O; whatever goes wrong becomes `Answer::Unknown`, which holds (`hold.rs`).
+//! Thin I/O; whatever goes wrong becomes `Answer::Unknown`, which holds (`hold_decision.rs`).
 
 use std::collections::BTreeMap;
 
@@ -10,7 +10,7 @@ use kube::core::{Selector, SelectorExt};
 use lifeguard_api::hold::Gates;
 use lifeguard_runtime::pages::Pages;
 
-use super::hold::{Answer, Gate};
+use super::hold_decision::{Answer, Gate};
 use super::prometheus::Prometheus;
 
 /// Pods per page while looking for a running blocker in a gate namespace.
@@ -105,7 +105,7 @@ pub async fn hold_drain(
     survey: &mut super::plan::Survey,
     kept: Option<&lifeguard_api::maintenance::HoldStatus>,
     now: jiff::Timestamp,
-) -> Result<Option<super::hold::Decision>, crate::Error> {
+) -> Result<Option<super::hold_decision::Decision>, crate::Error> {
     let window = &valid.window;
     let (Some(gates), Some(drain), Some(occurrence)) = (
         window.gates.as_ref(),
@@ -136,7 +136,8 @@ pub async fn hold_drain(
         )
         .await
     };
-    let decision = super::hold::decide(&answers, kept, occurrence.start.0, gates.max_hold, now);
+    let decision =
+        super::hold_decision::decide(&answers, kept, occurrence.start.0, gates.max_hold, now);
     if decision.held {
         drain.to_stop.clear();
     }
@@ -148,7 +149,7 @@ pub async fn hold_drain(
 pub async fn record(
     ctx: &crate::Context,
     mw: &lifeguard_api::MaintenanceWindow,
-    decision: Option<&super::hold::Decision>,
+    decision: Option<&super::hold_decision::Decision>,
     max_hold: Option<jiff::SignedDuration>,
 ) {
     let name = mw.name_any();

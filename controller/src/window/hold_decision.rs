@@ -1,6 +1,6 @@
 //! Drain gates, the decision: given what each gate answered, the hold the status kept
 //! and the time, whether the drain is held, released or let go by `maxHold`. Pure; the
-//! gates are asked in `gates.rs`.
+//! gates are asked in `gate_answers.rs`.
 //!
 //! A gate that cannot be evaluated holds (draining while the backup store may be down is
 //! what the gate exists to prevent), within `maxHold`. The hold's `since` lives in the
@@ -183,5 +183,5 @@ fn gate_reason(gate: &str) -> &'static str {
 }
 
 #[cfg(test)]
-#[path = "hold_tests.rs"]
-mod hold_tests;
+#[path = "hold_decision_tests.rs"]
+mod hold_decision_tests;

@@ -180,8 +180,8 @@ impl ContainerProbe {
             .match_any();
         let list = tokio::time::timeout(self.deadline, self.api.list(&params))
             .await
-            .map_err(|_| Error::step("listing probe pods", ApiError::NoAnswer))?
-            .map_err(|e| Error::step("listing probe pods", ApiError::Failed(e)))?;
+            .map_err(|_| Error::in_step("listing probe pods", ApiError::NoAnswer))?
+            .map_err(|e| Error::in_step("listing probe pods", ApiError::Failed(e)))?;
         let mut reaped = 0;
         for pod in list
             .items
@@ -194,13 +194,13 @@ impl ContainerProbe {
                 Ok(Ok(_)) => reaped += 1,
                 Ok(Err(kube::Error::Api(s))) if s.code == 404 => {}
                 Ok(Err(e)) => {
-                    return Err(Error::step(
+                    return Err(Error::in_step(
                         format!("deleting leftover {name}"),
                         ApiError::Failed(e),
                     ));
                 }
                 Err(_) => {
-                    return Err(Error::step(
+                    return Err(Error::in_step(
                         format!("deleting leftover {name}"),
                         ApiError::NoAnswer,
                     ));

@@ -35,7 +35,7 @@ pub enum Error {
 }
 
 impl Error {
-    pub fn step(step: impl Into<String>, source: ApiError) -> Self {
+    pub fn in_step(step: impl Into<String>, source: ApiError) -> Self {
         Error::Step {
             step: step.into(),
             source,
@@ -81,11 +81,11 @@ mod tests {
                 "API server error 503: etcd timeout",
             ),
             (
-                Error::step("updating taints", ApiError::NoAnswer),
+                Error::in_step("updating taints", ApiError::NoAnswer),
                 "updating taints: API server did not answer",
             ),
             (
-                Error::step(
+                Error::in_step(
                     "removing lifeguard.dev/unproven",
                     ApiError::Failed(api_error(403, "nodes is forbidden")),
                 ),

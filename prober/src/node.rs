@@ -280,8 +280,8 @@ impl NodeReporter {
                     return Ok(state);
                 }
                 Ok(Err(kube::Error::Api(s))) if s.code == 409 => continue,
-                Ok(Err(e)) => return Err(Error::step("updating taints", ApiError::Failed(e))),
-                Err(_) => return Err(Error::step("updating taints", ApiError::NoAnswer)),
+                Ok(Err(e)) => return Err(Error::in_step("updating taints", ApiError::Failed(e))),
+                Err(_) => return Err(Error::in_step("updating taints", ApiError::NoAnswer)),
             }
         }
         Err(Error::Conflicts {
@@ -351,8 +351,8 @@ impl NodeReporter {
             match patched {
                 Ok(Ok(_)) => {}
                 Ok(Err(kube::Error::Api(s))) if s.code == 409 => continue,
-                Ok(Err(e)) => return Err(Error::step(removing(), ApiError::Failed(e))),
-                Err(_) => return Err(Error::step(removing(), ApiError::NoAnswer)),
+                Ok(Err(e)) => return Err(Error::in_step(removing(), ApiError::Failed(e))),
+                Err(_) => return Err(Error::in_step(removing(), ApiError::NoAnswer)),
             }
             let (reason, warning, message) = match &next {
                 UnprovenState::Released { why, .. } => ("UnprovenReleased", true, why.clone()),

@@ -69,7 +69,7 @@ pub fn parse_budget(value: Option<&IntOrString>) -> Result<Budget, String> {
 }
 
 /// Every problem with the node-scope and budget fields of a window's spec.
-pub fn check(spec: &MaintenanceWindowSpec) -> ValidationErrors {
+pub fn validate(spec: &MaintenanceWindowSpec) -> ValidationErrors {
     let mut errors = Vec::new();
     let mut push = |field: &str, message: String| {
         errors.push(FieldError {

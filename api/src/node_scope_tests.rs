@@ -169,7 +169,7 @@ fn node_scope_fields_are_checked_with_precise_messages() {
         ),
     ];
     for (what, value, want) in cases {
-        let got: Vec<String> = check(&spec(value))
+        let got: Vec<String> = validate(&spec(value))
             .0
             .iter()
             .map(ToString::to_string)

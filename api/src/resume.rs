@@ -16,7 +16,7 @@ use crate::{Workspace, WorkspacePhase};
 pub const REASON_RESUMING: &str = "Resuming";
 
 /// `spec.resumeAfter` needs `drain: true`: there is nothing to resume otherwise.
-pub fn check(spec: &MaintenanceWindowSpec) -> Result<(), ValidationErrors> {
+pub fn validate(spec: &MaintenanceWindowSpec) -> Result<(), ValidationErrors> {
     if spec.resume_after && !spec.drain {
         return Err(ValidationErrors::single(
             "spec.resumeAfter",

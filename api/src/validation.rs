@@ -189,8 +189,8 @@ impl MaintenanceWindowSpec {
 
 pub fn validate_maintenance_window(spec: &MaintenanceWindowSpec) -> Result<(), ValidationErrors> {
     let mut errors = spec.schedule().err().unwrap_or_default();
-    // The node scope and drain budget have their own rules (`node_scope::check`).
-    errors.0.extend(crate::node_scope::check(spec).0);
+    // The node scope and drain budget have their own rules (`node_scope::validate`).
+    errors.0.extend(crate::node_scope::validate(spec).0);
     errors
         .0
         .extend(crate::hold::compile(spec).err().unwrap_or_default().0);
@@ -203,7 +203,7 @@ pub fn validate_maintenance_window(spec: &MaintenanceWindowSpec) -> Result<(), V
     );
     errors
         .0
-        .extend(crate::resume::check(spec).err().unwrap_or_default().0);
+        .extend(crate::resume::validate(spec).err().unwrap_or_default().0);
     errors.into_result(())
 }
 
@@ -359,7 +359,7 @@ pub fn postpone_request(obj: &Value) -> Option<&Value> {
 /// whoever copies it into a CronJob knows it will be refused there.
 pub fn validate_maintenance_window_object(obj: &Value) -> Result<Vec<String>, ValidationErrors> {
     let spec: MaintenanceWindowSpec = decode(obj, "spec")?;
-    // Every error at once: the schedule's and the node scope's (`node_scope::check`).
+    // Every error at once: the schedule's and the node scope's (`node_scope::validate`).
     validate_maintenance_window(&spec)?;
     let schedule = spec.schedule()?;
     Ok(schedule

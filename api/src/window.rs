@@ -57,8 +57,8 @@ impl CompiledWindow {
         let notice = spec.notice_period()?;
         let gates = crate::hold::compile(spec)?;
         let max_postpone = crate::postpone::compile_max(spec, Some(&schedule))?;
-        crate::resume::check(spec)?;
-        let scope_errors = node_scope::check(spec);
+        crate::resume::validate(spec)?;
+        let scope_errors = node_scope::validate(spec);
         if !scope_errors.0.is_empty() {
             return Err(scope_errors);
         }

@@ -193,7 +193,7 @@ fn last_day_of_month_is_lifeguards_one_extension() {
 #[test]
 fn refused_with_the_reason() {
     let cases: Vec<(&str, &str, &str)> = vec![
-        // The defects: a list holding * or ? used to hide the rest of the list.
+        // A * or ? in a list must not hide the rest of the list from the checks.
         (
             "a name in a list with *",
             "* * * * *,b",

@@ -119,15 +119,11 @@ fn selects_everything(selector: &LabelSelector) -> bool {
             .is_none_or(|e| e.is_empty())
 }
 
-/// The required node affinity terms that keep a pod off every node `selector` matches:
-/// NOT (r1 AND r2 ...) is (NOT r1) OR (NOT r2) ..., one term per negated requirement,
-/// each term AND-ed with every term the pod already requires (`existing`), because a pod's
-/// required terms are OR-ed. `NotIn`/`DoesNotExist` match a node without the key, exactly
-/// as the LabelSelector's negation does, so no Node lookup is needed.
-pub fn avoid_terms(
-    selector: &LabelSelector,
-    existing: &[NodeSelectorTerm],
-) -> Vec<NodeSelectorTerm> {
+/// The requirements, one of which a node must meet not to be selected by `selector`:
+/// NOT (r1 AND r2 ...) is (NOT r1) OR (NOT r2) .... `NotIn`/`DoesNotExist` match a node
+/// without the key, exactly as the LabelSelector's negation does, so no Node lookup is
+/// needed.
+fn negated_requirements(selector: &LabelSelector) -> Vec<NodeSelectorRequirement> {
     let requirement =
         |key: &str, operator: &str, values: Option<Vec<String>>| NodeSelectorRequirement {
             key: key.to_string(),
@@ -149,6 +145,17 @@ pub fn avoid_terms(
         };
         negated.push(requirement(&e.key, operator, values));
     }
+    negated
+}
+
+/// The required node affinity terms that keep a pod off every node `selector` matches:
+/// one term per negated requirement (`negated_requirements`), each term AND-ed with every
+/// term the pod already requires (`existing`), because a pod's required terms are OR-ed.
+pub fn avoid_terms(
+    selector: &LabelSelector,
+    existing: &[NodeSelectorTerm],
+) -> Vec<NodeSelectorTerm> {
+    let negated = negated_requirements(selector);
     let base = if existing.is_empty() {
         vec![NodeSelectorTerm::default()]
     } else {
@@ -165,6 +172,23 @@ pub fn avoid_terms(
         }
     }
     terms
+}
+
+/// Whether a pod requiring `terms` (its required node affinity) can never be scheduled onto
+/// a node `selector` matches: each term, OR-ed with the others, carries one of the
+/// requirements `avoid_terms` adds. Syntactic, so a pod kept off those nodes some other way
+/// reads as not kept off them, which only costs it a re-creation; none is kept off by no
+/// terms at all.
+pub fn avoids(selector: &LabelSelector, terms: &[NodeSelectorTerm]) -> bool {
+    let negated = negated_requirements(selector);
+    !negated.is_empty()
+        && !terms.is_empty()
+        && terms.iter().all(|term| {
+            term.match_expressions
+                .iter()
+                .flatten()
+                .any(|r| negated.contains(r))
+        })
 }
 
 #[cfg(test)]

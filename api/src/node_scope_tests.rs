@@ -247,3 +247,59 @@ fn avoid_terms_admit_exactly_the_nodes_the_selector_does_not_select() {
         );
     }
 }
+
+#[test]
+fn avoids_tells_a_steered_pod_from_one_admitted_before_the_window() {
+    let selector: LabelSelector = serde_json::from_value(json!({
+        "matchLabels": {"pool": "a"},
+        "matchExpressions": [{"key": "zone", "operator": "In", "values": ["z1"]}]
+    }))
+    .expect("selector");
+    let other: LabelSelector =
+        serde_json::from_value(json!({"matchLabels": {"pool": "b"}})).expect("selector");
+    let terms = |value: serde_json::Value| -> Vec<NodeSelectorTerm> {
+        serde_json::from_value(value).expect("terms")
+    };
+    let own = terms(json!([
+        {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]},
+        {"matchExpressions": [{"key": "big", "operator": "In", "values": ["yes"]}]}
+    ]));
+    // (what, the pod's required terms, kept off the selector's nodes)
+    let cases = [
+        ("no required affinity", vec![], false),
+        ("its own terms only", own.clone(), false),
+        ("steered", avoid_terms(&selector, &[]), true),
+        (
+            "steered, with its own terms",
+            avoid_terms(&selector, &own),
+            true,
+        ),
+        (
+            "steered off another window's nodes only",
+            avoid_terms(&other, &own),
+            false,
+        ),
+        (
+            "steered off both windows' nodes",
+            avoid_terms(&other, &avoid_terms(&selector, &own)),
+            true,
+        ),
+        (
+            "one term steered, one not: the other term still admits the nodes",
+            {
+                let mut t = avoid_terms(&selector, &own[..1]);
+                t.push(own[1].clone());
+                t
+            },
+            false,
+        ),
+    ];
+    for (what, pod_terms, kept_off) in cases {
+        assert_eq!(avoids(&selector, &pod_terms), kept_off, "{what}");
+    }
+    let everything = LabelSelector::default();
+    assert!(
+        !avoids(&everything, &avoid_terms(&everything, &[])),
+        "a selector without requirements gives no terms to check"
+    );
+}

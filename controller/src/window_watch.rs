@@ -1,6 +1,6 @@
-//! The workspace reconciler's own cache of MaintenanceWindows (for notices), and the
-//! signal that makes workspaces look again when a window that can give notice (before or
-//! after the change) changes its spec or goes: only the workspaces in the namespaces either
+//! The workspace reconciler's own cache of MaintenanceWindows (for notices and steering),
+//! and the signal that makes workspaces look again when a window that can give notice or
+//! steers (before or after the change) changes its spec or goes: only the workspaces in the namespaces either
 //! version covers (`notice_reach`), or every workspace after a (re)list. Other windows'
 //! edits move no notice. With 10,000 workspaces one signal to everyone costs about 20,000
 //! API calls (docs/benchmarks.md, "Many windows").
@@ -73,12 +73,13 @@ fn reach_of_deletion(
     }
 }
 
-/// The window compiled, when its spec can give notice (an invalid window gives none).
+/// The window compiled, when its workspaces act on it: it can give notice, or it steers
+/// their unscheduled pods off its nodes (enforcing and node-scoped: `workspace::steering`).
+/// An invalid window does neither.
 fn notifying(w: &MaintenanceWindow) -> Option<CompiledWindow> {
-    if !lifeguard_api::notice::may_give_notice(&w.spec) {
-        return None;
-    }
-    CompiledWindow::compile(w).ok()
+    let compiled = CompiledWindow::compile(w).ok()?;
+    let steers = compiled.enforces() && compiled.node_scoped();
+    (steers || lifeguard_api::notice::may_give_notice(&w.spec)).then_some(compiled)
 }
 
 /// The two signals of the window watch.
@@ -185,6 +186,19 @@ mod tests {
 
     fn only(names: &[&str]) -> Reach {
         Reach::Namespaces(names.iter().map(|n| n.to_string()).collect())
+    }
+
+    #[test]
+    fn a_node_scoped_window_makes_workspaces_look_again_unless_it_only_warns() {
+        let window = |enforcement: &str| -> MaintenanceWindow {
+            serde_json::from_value(json!({"metadata": {"name": "pool-a"}, "spec": {
+                "start": "2030-01-01T02:00:00Z", "end": "2030-01-01T04:00:00Z", "drain": true,
+                "nodeSelector": {"matchLabels": {"pool": "a"}}, "enforcement": enforcement,
+            }}))
+            .expect("window literal")
+        };
+        assert!(notifying(&window("Enforce")).is_some(), "it steers pods");
+        assert!(notifying(&window("Warn")).is_none(), "it steers nothing");
     }
 
     #[test]

@@ -12,5 +12,6 @@ pub mod reconcile;
 pub mod service_account_policy;
 pub mod start;
 pub mod start_latency;
+pub mod steering;
 pub mod stuck_terminating;
 pub mod trigger;

@@ -1,6 +1,7 @@
 //! What `plan` needs to read besides the Workspace and its pod: a starting pod's latest
-//! mount failure (`start_blocker`) and a stopping pod's `DisposalReceipt` (the disposal
-//! handshake). Each is read only when the plan can use it, so a steady workspace costs no
+//! mount failure (`start_blocker`), a stopping pod's `DisposalReceipt` (the disposal
+//! handshake) and, for an unscheduled pod, the node-scoped windows that cover it
+//! (`steering`). Each is read only when the plan can use it, so a steady workspace costs no
 //! extra call.
 
 use k8s_openapi::api::core::v1::Pod;
@@ -10,6 +11,7 @@ use kube::runtime::events::EventType;
 use lifeguard_api::Workspace;
 use lifeguard_api::disposal::DisposalResult;
 use lifeguard_api::receipt::{self, DisposalReceipt, ReceiptReading};
+use lifeguard_api::window::CompiledWindow;
 
 use crate::workspace::plan::Observed;
 use crate::{Context, Error};
@@ -21,7 +23,30 @@ pub async fn observe(ctx: &Context, ws: &Workspace, pod: Option<&Pod>) -> Result
     Ok(Observed {
         mount_event: mount_event(ctx, ws, pod),
         receipt: receipt_answer(ctx, ws, pod).await?,
+        steering: steering_windows(ctx, ws, pod),
     })
+}
+
+/// The enforcing node-scoped windows that cover `ws`, from the controller's caches of
+/// windows and namespaces (no API call), while its pod is unscheduled. Covered as the
+/// webhook decides it: by the Workspace's labels alone while its namespace's are unknown.
+fn steering_windows(ctx: &Context, ws: &Workspace, pod: &Pod) -> Vec<CompiledWindow> {
+    if !crate::workspace::steering::unscheduled(pod) {
+        return Vec::new();
+    }
+    let namespace = ws.namespace().and_then(|ns| ctx.namespaces.labels(&ns));
+    let labels = ws.labels();
+    ctx.windows
+        .store
+        .state()
+        .iter()
+        .filter_map(|mw| CompiledWindow::compile(mw).ok())
+        .filter(|w| w.enforces() && w.node_scoped())
+        .filter(|w| match &namespace {
+            Some(ns) => w.covers(ns, labels),
+            None => w.covers_workspace(labels),
+        })
+        .collect()
 }
 
 /// The latest FailedMount or FailedAttachVolume Event of a pod still creating its

@@ -25,6 +25,7 @@ use crate::workspace::service_account_policy::{
     REASON_SERVICE_ACCOUNT_REFUSED, ServiceAccountPolicy,
 };
 use crate::workspace::start::{self, StartStep};
+use crate::workspace::steering;
 use crate::workspace::stuck_terminating;
 
 #[derive(Debug, Clone)]
@@ -174,7 +175,7 @@ pub(crate) fn has_finalizer(finalizers: Option<&Vec<String>>, name: &str) -> boo
 }
 
 /// What the reconciler read besides the Workspace and its pod.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct Observed {
     /// (reason, message) of the pod's latest FailedMount or FailedAttachVolume Event, read
     /// only while the kubelet is still creating its containers.
@@ -182,6 +183,9 @@ pub struct Observed {
     /// The backup agent's answer by `DisposalReceipt`, read only while the pod's disposal
     /// waits for one (`crate::disposal::awaiting_answer`), and only if it is this pod's.
     pub receipt: Option<lifeguard_api::disposal::DisposalResult>,
+    /// The enforcing node-scoped windows that cover the workspace, read only while its pod
+    /// is unscheduled (`steering`).
+    pub steering: Vec<lifeguard_api::window::CompiledWindow>,
 }
 
 pub fn plan(ws: &Workspace, pod: Option<&Pod>, now: Timestamp, settings: &Settings) -> Action {
@@ -394,10 +398,12 @@ fn plan_without_pod(ws: &Workspace, now: Timestamp, settings: &Settings) -> Acti
             },
         );
     }
-    // Pending without a pod after starts before: a resumed workspace (above) whose new pod
-    // is not created yet, or was refused (retried with the same backoff as a first start).
+    // Pending without a pod after starts before: a resumed, evicted or re-steered workspace
+    // whose new pod is not created yet, or was refused (retried with the same backoff as a
+    // first start).
     let resuming = status.phase == Some(WorkspacePhase::Pending) && status.resumed.is_some()
-        || crate::workspace::eviction::restarting(&status);
+        || crate::workspace::eviction::restarting(&status)
+        || steering::resteering(&status);
     if status.pod_starts == 0 || resuming {
         return create_when_due(
             &status,
@@ -637,6 +643,9 @@ fn plan_with_pod(
     let evicted = crate::workspace::eviction::stopping(ws, pod);
     let ws_deleting =
         ws.metadata.deletion_timestamp.is_some() || drained_by(ws).is_some() || evicted.is_some();
+    if !ws_deleting && let Some(action) = steering::step(ws, pod, &observed.steering, ours, now) {
+        return action;
+    }
     let phase = pod_phase(pod);
     let terminal = matches!(phase, "Succeeded" | "Failed");
     if ws_deleting || pod_deleting || terminal {
@@ -753,10 +762,13 @@ fn plan_with_pod(
         StartStep::Going { status, .. } if Some(&status) != ws.status.as_ref() => {
             Action::UpdateStatus(Box::new(status))
         }
-        StartStep::Going {
-            recheck: Some(at), ..
-        } => Action::WaitUntil(at),
-        StartStep::Going { .. } => Action::Idle,
+        StartStep::Going { recheck, .. } => {
+            let steer_look = steering::next_look(pod, &observed.steering, now);
+            match recheck.into_iter().chain(steer_look).min() {
+                Some(at) => Action::WaitUntil(at),
+                None => Action::Idle,
+            }
+        }
     }
 }
 

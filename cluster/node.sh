@@ -252,9 +252,47 @@ start_node() {
 stop_node() {
   local name=$1
   stop_process "kubelet-$name"
-  # Shims outlive containerd by design; killing them ends the containers they hold.
-  pkill -9 -f "containerd-shim-runc-v2 .*-address $(node_socket "$name")" 2>/dev/null || true
+  stop_node_containers "$name"
   stop_process "containerd-$name"
+}
+
+# Every live process below the given ones, children before grandchildren (zombies, which
+# only wait for their parent to reap them, are left out).
+process_descendants() {
+  local table queue=("$@") p kid
+  table=$(ps -eo pid=,ppid=,stat= | awk '$3 !~ /^Z/')
+  while [ ${#queue[@]} -gt 0 ]; do
+    p=${queue[0]}
+    queue=("${queue[@]:1}")
+    for kid in $(awk -v p="$p" '$2 == p {print $1}' <<<"$table"); do
+      printf '%s\n' "$kid"
+      queue+=("$kid")
+    done
+  done
+}
+
+# Kills the node's containers and their shims. Shims outlive containerd by design, and a
+# container outlives its shim: killed alone, the shim leaves its container's processes
+# running, re-parented to init, where they keep serving (a prober, a webhook) as if the
+# node were up. So every process under the shims goes first, until none is left (a
+# container may fork while it is killed), then the shims.
+stop_node_containers() {
+  local name=$1 shims rest i
+  shims=$(pgrep -f "containerd-shim-runc-v2 .*-address $(node_socket "$name")" || true)
+  [ -n "$shims" ] || return 0
+  for i in $(seq 1 50); do
+    # shellcheck disable=SC2086 # one pid per word
+    rest=$(process_descendants $shims)
+    [ -n "$rest" ] || break
+    # shellcheck disable=SC2086
+    kill -9 $rest 2>/dev/null || true
+    sleep 0.1
+  done
+  # shellcheck disable=SC2086
+  rest=$(process_descendants $shims)
+  [ -z "$rest" ] || say "warning: node $name: processes still under its shims: $(echo $rest)"
+  # shellcheck disable=SC2086
+  kill -9 $shims 2>/dev/null || true
 }
 
 # After stop_node (and for `down`): the mount namespace and the disk go too.

@@ -151,6 +151,8 @@ stop_all() {
   for p in "$LG_RUN"/hollow-*.pid; do
     [ -e "$p" ] && stop_process "$(basename "$p" .pid)"
   done
+  # kwok (cluster/kwok.sh); its fake Nodes are deleted by the next `up`.
+  stop_process kwok
   step "stop kube-proxy"
   stop_process kube-proxy
   # Drop the Service rules, so a stopped cluster leaves no NAT behind.
@@ -203,6 +205,7 @@ show_status() {
   [ -n "$(node_names)" ] || { say "no nodes (lifeguard-cluster up)"; rc=1; }
   # Hollow nodes, when there are any; a stopped one fails the status like a real node.
   hollow_status || rc=1
+  fake_status || rc=1
   say "kubeconfig: $LG_KUBECONFIG   logs: $LG_LOGS"
   return $rc
 }

@@ -7,13 +7,15 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The programs tallied; any other process (this bench, the compiler, the shell) is not.
-/// `kubemark` is the hollow kubelets; `containerd` and `kubelet` the real nodes'.
-const PROGRAMS: [&str; 9] = [
+/// `kubemark` is the hollow kubelets, `kwok` the fake nodes' simulator; `containerd` and
+/// `kubelet` the real nodes'.
+const PROGRAMS: [&str; 10] = [
     "kube-apiserver",
     "etcd",
     "kube-scheduler",
     "kube-controller-manager",
     "kubemark",
+    "kwok",
     "lifeguard-controller",
     "lifeguard-webhook",
     "kubelet",

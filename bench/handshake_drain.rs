@@ -1,5 +1,5 @@
 //! The mass drain with the disposal handshake on, for `bench-mass-start`: N Workspaces with
-//! `confirmDisposal`, Running on the hollow nodes, drained by a window while this bench
+//! `confirmDisposal`, Running on the simulated nodes, drained by a window while this bench
 //! plays the nodes' backup agent. The agent holds only the narrow receipts role (reads
 //! pods, creates `DisposalReceipt`s, writes no pod), as a platform team's agent would, and
 //! answers `Saved` for each stopping pod once the kubelet reports its containers stopped,
@@ -191,7 +191,7 @@ pub async fn run(
          local overlay), or, for a pod whose containers the kubelet had not reported \
          stopped by --disposal-timeout after its deletion time (30s), after that: the agent \
          answers only once the kubelet reports the stop, so a drain that deletes faster \
-         than the hollow kubelets stop pods can run past both",
+         than the simulated nodes stop pods can run past both",
         unconfirmed.len(),
         tally_outcomes(&unconfirmed),
         unconfirmed

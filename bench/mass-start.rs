@@ -1,16 +1,18 @@
 //! Benchmark: mass start and mass drain. N Workspaces created at once (the end of a
 //! maintenance window),
-//! their pods placed on kubemark hollow nodes, against a baseline measured in the same run:
+//! their pods placed on simulated nodes (kwok's fake nodes, or kubemark's hollow nodes with
+//! `NODES=hollow`), against a baseline measured in the same run:
 //! the same N pods created directly by this client with the same concurrency, through the
 //! same API server, with lifeguard's webhooks registered (a workspace-labelled pod goes
 //! through both, as the controller's pods do).
 //!
-//!   cluster/lifeguard-cluster hollow-nodes up 3 --max-pods 500   # room for N pods
+//!   cluster/lifeguard-cluster fake-nodes up 10 --pods-per-node 110   # room for N pods
 //!   cargo run --release -p lifeguard-e2e --bin bench-mass-start -- [N] [CONCURRENCY]
+//!   (or hollow-nodes up 3 --max-pods 500, and NODES=hollow)
 //!
 //! Defaults: N = 1000, CONCURRENCY = 16 (the controller's `--concurrency` default; the bench
 //! stops unless the leading controller runs with CONCURRENCY). Needs
-//! `./local-up` and enough hollow-node capacity (the bench checks). Reported per phase:
+//! `./local-up` and enough capacity on the simulated nodes (the bench checks). Reported per phase:
 //! pods per second (N / time from the first create to the last pod seen by a watch) and
 //! the time until every pod is Running; their ratio (lifeguard / direct, target >= 0.8);
 //! the leading controller's peak RSS during the lifeguard phase (sampled every 250 ms) and
@@ -51,21 +53,57 @@ use lifeguard_api::names::CONTROLLER_DEFAULT_CONCURRENCY;
 use lifeguard_e2e::{BUSYBOX_IMAGE, Component, cpu_tally, poll_every, poll_until, unique_name};
 use serde_json::{Value, json};
 
-const HOLLOW_LABEL: &str = "lifeguard.dev/hollow";
+/// The simulated nodes the pods go to: their label, which is also their NoSchedule taint.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Nodes {
+    /// kwok's fake nodes (`lifeguard-cluster fake-nodes`, cluster/kwok.sh).
+    Fake,
+    /// kubemark's hollow nodes (`lifeguard-cluster hollow-nodes`, cluster/hollow.sh).
+    Hollow,
+}
+
+impl Nodes {
+    /// `NODES`: `fake` (the default) or `hollow`.
+    fn from_env(value: Option<&str>) -> anyhow::Result<Self> {
+        match value.map(str::trim) {
+            None | Some("" | "fake") => Ok(Self::Fake),
+            Some("hollow") => Ok(Self::Hollow),
+            Some(other) => anyhow::bail!(
+                "NODES={other:?}: use `fake` (kwok's fake nodes, the default) or `hollow` (kubemark's)"
+            ),
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Self::Fake => "lifeguard.dev/fake",
+            Self::Hollow => "lifeguard.dev/hollow",
+        }
+    }
+
+    /// The command that adds K such nodes with room for P pods each.
+    fn up_command(self) -> &'static str {
+        match self {
+            Self::Fake => "cluster/lifeguard-cluster fake-nodes up K --pods-per-node P",
+            Self::Hollow => "cluster/lifeguard-cluster hollow-nodes up K --max-pods P",
+        }
+    }
+}
 const WORKSPACE_LABEL: &str = "lifeguard.dev/workspace";
 /// The label of every namespace this bench creates (`cluster/hollow-smoke` deletes by it).
 const BENCH_LABEL: (&str, &str) = ("lifeguard.dev/bench", "mass-start");
 /// The longest any phase may take before the bench gives up.
 pub const PHASE_TIMEOUT: Duration = Duration::from_secs(1800);
 
-/// The pod every workspace runs, and the baseline creates directly: pinned to the hollow
+/// The pod every workspace runs, and the baseline creates directly: pinned to the simulated
 /// nodes by their label, tolerating their taint; tiny requests so hundreds fit on a hollow
 /// node's fake 1 CPU; no service account token (its TokenRequest would be one more call per
 /// pod from the hollow kubelet, whose client is limited to 10 requests/s).
-fn pod_spec() -> Value {
+fn pod_spec(nodes: Nodes) -> Value {
+    let label = nodes.label();
     json!({
-        "nodeSelector": {HOLLOW_LABEL: "true"},
-        "tolerations": [{"key": HOLLOW_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"}],
+        "nodeSelector": {label: "true"},
+        "tolerations": [{"key": label, "operator": "Equal", "value": "true", "effect": "NoSchedule"}],
         "automountServiceAccountToken": false,
         "terminationGracePeriodSeconds": 1,
         "containers": [{"name": "ide", "image": BUSYBOX_IMAGE, "imagePullPolicy": "IfNotPresent",
@@ -293,13 +331,13 @@ fn status_mib(pid: u32, field: &str) -> anyhow::Result<f64> {
     Ok(kib / 1024.0)
 }
 
-/// Pods the Ready hollow nodes can take, and how many of them there are.
-async fn hollow_capacity(client: &Client) -> anyhow::Result<(usize, usize)> {
-    let nodes: Api<Node> = Api::all(client.clone());
+/// Pods the Ready simulated nodes can take, and how many of them there are.
+async fn capacity(client: &Client, nodes: Nodes) -> anyhow::Result<(usize, usize)> {
+    let api: Api<Node> = Api::all(client.clone());
     let mut room = 0;
     let mut count = 0;
-    for node in nodes
-        .list(&ListParams::default().labels(&format!("{HOLLOW_LABEL}=true")))
+    for node in api
+        .list(&ListParams::default().labels(&format!("{}=true", nodes.label())))
         .await?
     {
         let status = node.status.unwrap_or_default();
@@ -317,7 +355,8 @@ async fn hollow_capacity(client: &Client) -> anyhow::Result<(usize, usize)> {
             .and_then(|a| a.get("pods").map(|q| q.0.clone()))
             .and_then(|q| q.parse::<usize>().ok())
             .unwrap_or_default();
-        // No DaemonSet pod lands there (cluster/hollow.sh), but other pods might.
+        // No DaemonSet pod lands there (cluster/hollow.sh, cluster/kwok.sh), but other pods
+        // might.
         room += pods;
     }
     Ok((count, room))
@@ -330,11 +369,13 @@ async fn main() -> anyhow::Result<()> {
     let concurrency: usize = args.next().map(|a| a.parse()).transpose()?.unwrap_or(16);
     let client = lifeguard_e2e::client().await?;
 
-    let (hollow, room) = hollow_capacity(&client).await?;
+    let nodes = Nodes::from_env(std::env::var("NODES").ok().as_deref())?;
+    let (simulated, room) = capacity(&client, nodes).await?;
     anyhow::ensure!(
         room >= n,
-        "{hollow} Ready hollow nodes take {room} pods, fewer than {n}: \
-         `cluster/lifeguard-cluster hollow-nodes up K --max-pods P` with K x P >= {n}"
+        "{simulated} Ready nodes labelled {}=true take {room} pods, fewer than {n}: `{}` with K x P >= {n}",
+        nodes.label(),
+        nodes.up_command()
     );
     // Right after a rollout the Lease may be free, or still name the replaced pod until it
     // expires: this waits for a Ready replica to hold it rather than fail the run.
@@ -356,11 +397,22 @@ async fn main() -> anyhow::Result<()> {
     let ns = unique_name("bench-mass-start");
     create_namespace(&client, &ns).await?;
     println!(
-        "mass start: N = {n}, concurrency {concurrency} (the controller's and this client's), {hollow} hollow nodes, namespace {ns}"
+        "mass start: N = {n}, concurrency {concurrency} (the controller's and this client's), {simulated} nodes labelled {}=true, namespace {ns}",
+        nodes.label()
     );
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     let profiler = apiserver_profile::Profiler::from_env()?;
-    let mut result = run_both(&client, &ns, &pods, n, concurrency, pid, profiler.as_ref()).await;
+    let spec = pod_spec(nodes);
+    let mut result = run_both(
+        &client,
+        &ns,
+        &pods,
+        (n, concurrency),
+        &spec,
+        pid,
+        profiler.as_ref(),
+    )
+    .await;
     let mut created = vec![ns];
     let skip_handshake = std::env::var("HANDSHAKE").is_ok_and(|v| v == "0");
     if let (Ok(deleted), false) = (&result, skip_handshake) {
@@ -368,7 +420,7 @@ async fn main() -> anyhow::Result<()> {
         let ns = unique_name("bench-mass-confirm");
         create_namespace(&client, &ns).await?;
         created.push(ns.clone());
-        result = handshake(&client, &ns, n, concurrency, deleted).await;
+        result = handshake(&client, &ns, n, concurrency, &spec, deleted).await;
     }
 
     if std::env::var_os("KEEP").is_none() {
@@ -470,6 +522,7 @@ async fn handshake(
     ns: &str,
     n: usize,
     concurrency: usize,
+    spec: &Value,
     deleted: Duration,
 ) -> anyhow::Result<Duration> {
     println!(
@@ -477,7 +530,7 @@ async fn handshake(
     );
     let calls_before = lifeguard_e2e::apiserver_requests(client).await?;
     let cpu = cpu_tally::Measure::start();
-    let run = handshake_drain::run(client, ns, n, concurrency, pod_spec()).await?;
+    let run = handshake_drain::run(client, ns, n, concurrency, spec.clone()).await?;
     let cpu = cpu.report(n);
     let calls = calls_per_pod(&calls_before, client, n).await?;
     println!(
@@ -506,8 +559,8 @@ async fn run_both(
     client: &Client,
     ns: &str,
     pods: &Api<Pod>,
-    n: usize,
-    concurrency: usize,
+    (n, concurrency): (usize, usize),
+    spec: &Value,
     pid: u32,
     profiler: Option<&apiserver_profile::Profiler>,
 ) -> anyhow::Result<Duration> {
@@ -520,11 +573,12 @@ async fn run_both(
     let profile = apiserver_profile::start(profiler, "direct-start");
     let direct = run_phase(n, concurrency, &seen, &cpu, |i| {
         let pods = pods.clone();
+        let spec = spec.clone();
         async move {
             let name = format!("direct-{i:05}");
             let pod: Pod = serde_json::from_value(json!({
                 "metadata": {"name": name, "labels": {WORKSPACE_LABEL: name, "app": "bench"}},
-                "spec": pod_spec()
+                "spec": spec
             }))?;
             pods.create(&PostParams::default(), &pod).await?;
             Ok(())
@@ -577,10 +631,11 @@ async fn run_both(
     let profile = apiserver_profile::start(profiler, "lifeguard-start");
     let lifeguard = run_phase(n, concurrency, &seen, &cpu, |i| {
         let workspaces = workspaces.clone();
+        let spec = spec.clone();
         async move {
             let ws: Workspace = serde_json::from_value(json!({
                 "metadata": {"name": format!("ws-{i:05}")},
-                "spec": {"podTemplate": {"metadata": {"labels": {"app": "bench"}}, "spec": pod_spec()}}
+                "spec": {"podTemplate": {"metadata": {"labels": {"app": "bench"}}, "spec": spec}}
             }))?;
             workspaces.create(&PostParams::default(), &ws).await?;
             Ok(())
@@ -735,6 +790,27 @@ mod tests {
             }]}
         }))
         .unwrap_or_default()
+    }
+
+    #[test]
+    fn the_simulated_nodes_are_chosen_by_nodes() {
+        let cases: [(Option<&str>, Option<&str>); 6] = [
+            (None, Some("lifeguard.dev/fake")),
+            (Some(""), Some("lifeguard.dev/fake")),
+            (Some("fake"), Some("lifeguard.dev/fake")),
+            (Some(" hollow "), Some("lifeguard.dev/hollow")),
+            (Some("kubemark"), None),
+            (Some("Fake"), None),
+        ];
+        for (value, want) in cases {
+            let got = Nodes::from_env(value).ok().map(Nodes::label);
+            assert_eq!(got, want, "NODES={value:?}");
+        }
+        let refused = Nodes::from_env(Some("kwok")).err().map(|e| e.to_string());
+        assert!(
+            refused.is_some_and(|m| m.contains("`fake`") && m.contains("`hollow`")),
+            "an unknown value names the ones that work"
+        );
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The mass-drain half of `bench-mass-start`: with the N workspaces Running on the hollow
+//! The mass-drain half of `bench-mass-start`: with the N workspaces Running on the simulated
 //! nodes, a window with `drain: true` over their namespace, timed from its creation to
 //! its `Drained` condition and to the last pod gone; the baseline, measured in the same
 //! run, is the same number of pods deleted directly by this client with the same

@@ -530,6 +530,23 @@ async fn karpenter_drift_evicts_through_lifeguard_and_the_node_goes_only_after_e
                 "Karpenter counted {} evictions answered 429, fewer than the workspaces",
                 delta("429")
             );
+            // Karpenter says on the drifted node why it is still there, and its deadline.
+            for node in &old_nodes {
+                let reasons: Vec<String> = events_about(&client, None, "Node", node)
+                    .await?
+                    .into_iter()
+                    .map(|(reason, note)| {
+                        eprintln!("{node}: Event {reason}: {note}");
+                        reason
+                    })
+                    .collect();
+                for reason in ["FailedDraining", "TerminationGracePeriodExpiring"] {
+                    ensure!(
+                        reasons.iter().any(|r| r == reason),
+                        "no {reason} Event about {node}: {reasons:?}"
+                    );
+                }
+            }
             let terminating: Vec<String> = pods
                 .list(&Default::default())
                 .await?

@@ -51,6 +51,13 @@ pub const RESUME_ANNOTATION: &str = "lifeguard.dev/resume";
 /// workspace again elsewhere unless its `spec.onEviction` is `Stop`.
 pub const EVICTION_ANNOTATION: &str = "lifeguard.dev/eviction";
 
+/// Set by the controller on an evicted workspace pod when it acts on the eviction, before
+/// the pod is deleted (value: `lifeguard_api::eviction::EvictionNotice` as JSON: who evicted
+/// it, from which node, when the eviction was asked, when the stop starts, a message). A
+/// downward API volume shows it to the IDE in the pod; the stop starts at `stopAt`, the
+/// controller's `--eviction-notice` after the notice.
+pub const EVICTION_NOTICE_ANNOTATION: &str = "lifeguard.dev/eviction-notice";
+
 /// Set by a Workspace's owner (or `lifeguard workspaces postpone`) to ask a draining window
 /// to stop the workspace later: a duration such as `30m`, counted from the start of the
 /// occurrence, at most `postpone::MAX_REQUEST`. A window postpones only up to its

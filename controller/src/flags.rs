@@ -139,6 +139,18 @@ pub struct Config {
     /// other evictions are answered 429 until a slot is free.
     #[arg(long, env = "LIFEGUARD_EVICTION_MAX_PER_NODE", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     pub eviction_max_per_node: u32,
+    /// Evicted workspace pods stopped at once in the whole cluster, notice and disposal
+    /// included (0: no limit): at most this many saves at once against shared backup
+    /// storage when many nodes drain together; the other evictions are answered 429 until
+    /// a slot is free.
+    #[arg(long, env = "LIFEGUARD_EVICTION_MAX_CONCURRENT", default_value_t = 10)]
+    pub eviction_max_concurrent: u32,
+    /// How long an evicted workspace is told of its stop (pod annotation
+    /// lifeguard.dev/eviction-notice, an Event, a notification) before its pod is deleted;
+    /// 0s stops it at once. At most 2m: the stop it delays must still end before the
+    /// webhook's --eviction-max-wait (10m) lets the eviction through.
+    #[arg(long, env = "LIFEGUARD_EVICTION_NOTICE", default_value = "0s", value_parser = parse_duration)]
+    pub eviction_notice: SignedDuration,
     #[arg(long, env = "LIFEGUARD_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
     /// Prometheus that drain gates (`spec.holdWhile.prometheus`) ask, http://host:port[/prefix].
@@ -203,6 +215,12 @@ fn label_equalities(text: &str) -> Result<kube::core::Selector, String> {
 /// The highest `--max-grace-period`: a stop held longer than an hour is a stuck drain.
 const MAX_GRACE_PERIOD: SignedDuration = SignedDuration::from_hours(1);
 
+/// The longest `--eviction-notice`: the notice, the pod's grace period and the disposal
+/// handshake all run inside the webhook's `--eviction-max-wait` (10m by default), after
+/// which the eviction goes through whatever lifeguard's progress; a notice of at most a
+/// fifth of it leaves the save most of that time.
+const MAX_EVICTION_NOTICE: SignedDuration = SignedDuration::from_mins(2);
+
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {
     #[error("--backoff-max ({max:#}) must not be shorter than --backoff ({base:#})")]
@@ -220,6 +238,11 @@ pub enum ConfigError {
     MaxGracePeriod(SignedDuration),
     #[error("--pods-gate-namespaces: {0}")]
     PodsGateNamespaces(String),
+    #[error(
+        "--eviction-notice ({0:#}) must be between 0s and 2m: the stop it delays must end \
+         before the webhook's --eviction-max-wait (10m by default) lets the eviction through"
+    )]
+    EvictionNotice(SignedDuration),
 }
 
 impl Config {
@@ -243,6 +266,9 @@ impl Config {
         if self.max_grace_period.is_negative() || self.max_grace_period > MAX_GRACE_PERIOD {
             return Err(ConfigError::MaxGracePeriod(self.max_grace_period));
         }
+        if self.eviction_notice.is_negative() || self.eviction_notice > MAX_EVICTION_NOTICE {
+            return Err(ConfigError::EvictionNotice(self.eviction_notice));
+        }
         let pods_gate_namespaces = match self.pods_gate_namespaces.as_deref() {
             None => None,
             Some(text) => Some(label_equalities(text).map_err(ConfigError::PodsGateNamespaces)?),
@@ -251,6 +277,8 @@ impl Config {
             pods_gate_namespaces,
             max_grace_period: self.max_grace_period,
             eviction_max_per_node: self.eviction_max_per_node,
+            eviction_max_concurrent: self.eviction_max_concurrent,
+            eviction_notice: self.eviction_notice,
             start_timeout: self.start_timeout,
             stuck_terminating_after: self.stuck_terminating_after,
             backoff: self.backoff,
@@ -419,6 +447,44 @@ mod tests {
         );
         let ok = settings(&["--max-grace-period=0s"]).expect("zero: stops without grace");
         assert_eq!(ok.max_grace_period, SignedDuration::ZERO);
+        let ok = settings(&["--pods-gate-namespaces=lifeguard.dev/backups=true"]).expect("ok");
+        assert!(ok.pods_gate_namespaces.is_some());
+    }
+
+    #[test]
+    fn the_eviction_notice_stays_well_inside_the_webhooks_maximum_wait() {
+        let cases = [
+            (&[][..], Ok((SignedDuration::ZERO, 10))),
+            (
+                &["--eviction-notice=30s"][..],
+                Ok((SignedDuration::from_secs(30), 10)),
+            ),
+            (
+                &["--eviction-notice=2m", "--eviction-max-concurrent=0"][..],
+                Ok((SignedDuration::from_mins(2), 0)),
+            ),
+            (
+                &["--eviction-notice=3m"][..],
+                Err(
+                    "--eviction-notice (3m) must be between 0s and 2m: the stop it delays must end \
+                     before the webhook's --eviction-max-wait (10m by default) lets the eviction through",
+                ),
+            ),
+        ];
+        for (args, want) in cases {
+            let got = settings(args)
+                .map(|s| (s.eviction_notice, s.eviction_max_concurrent))
+                .map_err(|e| e.to_string());
+            assert_eq!(got, want.map_err(str::to_string), "{args:?}");
+        }
+        let err = Config::try_parse_from(["lifeguard-controller", "--eviction-notice=-5s"])
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            err.as_deref()
+                .is_some_and(|e| e.contains("must not be negative")),
+            "{err:?}"
+        );
         let ok = settings(&["--pods-gate-namespaces=lifeguard.dev/backups=true"]).expect("ok");
         assert!(ok.pods_gate_namespaces.is_some());
         assert!(settings(&[]).is_ok_and(|s| s.pods_gate_namespaces.is_none()));

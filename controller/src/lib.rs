@@ -89,9 +89,13 @@ pub struct Context {
     pub surveys: window::pacing::SurveyPacer,
     /// What the watch of Workspaces shows of each, for the windows' surveys.
     pub survey_index: window::survey_index::SurveyIndex,
-    /// Held from counting a node's evicted pods being stopped to deleting one more, so
-    /// concurrent reconciles never exceed `--eviction-max-per-node`.
-    pub eviction_gate: tokio::sync::Mutex<()>,
+    /// Held from counting the evicted pods being stopped (on the node and in the cluster)
+    /// to telling one more of its stop, so concurrent reconciles never exceed
+    /// `--eviction-max-per-node` or `--eviction-max-concurrent`. It keeps the pods this
+    /// replica told lately, with when, which the pod watch may not show yet
+    /// (`workspace::eviction::cluster_in_flight`).
+    pub eviction_gate:
+        tokio::sync::Mutex<std::collections::HashMap<pod_names::PodKey, jiff::Timestamp>>,
 }
 
 impl Context {

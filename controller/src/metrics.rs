@@ -38,6 +38,10 @@ pub struct Metrics {
     pub workspace_starts: HistogramVec,
     pub start_failures: IntCounterVec,
     pub pods_force_deleted: IntCounterVec,
+    /// Looks at an evicted pod's stop that an eviction budget held back, by budget.
+    pub eviction_stops_held: IntCounterVec,
+    /// Evicted workspaces told of their stop.
+    pub eviction_notices: IntCounterVec,
     /// Workspace pods created whose tolerations let them onto nodes lifeguard tainted, by
     /// taint key (`podspec::tolerated_lifeguard_taints`).
     pub taints_tolerated: IntCounterVec,
@@ -184,6 +188,17 @@ impl Metrics {
                 "Released workspace pods deleted without grace because they stayed Terminating past their grace period plus --stuck-terminating-after with no container running.",
                 &[],
             )?,
+            // `budget` is node or cluster.
+            eviction_stops_held: counter(
+                "lifeguard_controller_eviction_stops_held_total",
+                "Looks (one every 2 s per waiting workspace) at an evicted workspace pod's stop that an eviction budget held back, by budget: node (--eviction-max-per-node) or cluster (--eviction-max-concurrent). The eviction keeps being answered 429 meanwhile.",
+                &["budget"],
+            )?,
+            eviction_notices: counter(
+                "lifeguard_controller_eviction_notices_total",
+                "Evicted workspaces told of their stop (pod annotation lifeguard.dev/eviction-notice, Event EvictionNotice, an evictionStop notification).",
+                &[],
+            )?,
             // `taint` is one of lifeguard's two taint keys: a fixed set.
             taints_tolerated: counter(
                 "lifeguard_controller_workspace_pods_tolerating_taints_total",
@@ -225,6 +240,8 @@ impl Metrics {
             &m.disposals_unconfirmed,
             &m.start_failures,
             &m.pods_force_deleted,
+            &m.eviction_stops_held,
+            &m.eviction_notices,
             &m.taints_tolerated,
         ] {
             m.registry.register(Box::new(c.clone()))?;

@@ -15,7 +15,7 @@
 //! `pod_echoes`'s rule; the reconciler says when it starts (`reconciling`), what it read
 //! and wrote (`known`) and when it is done (`settle`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use futures::{Stream, TryStreamExt};
@@ -27,12 +27,13 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 use lifeguard_api::Workspace;
 use lifeguard_api::names::{
-    DISPOSAL_CONFIRMATION_ANNOTATION, DISPOSAL_RESULT_ANNOTATION, POD_FINALIZER, WORKSPACE_LABEL,
-    workspace_of_pod,
+    DISPOSAL_CONFIRMATION_ANNOTATION, DISPOSAL_RESULT_ANNOTATION, EVICTION_NOTICE_ANNOTATION,
+    POD_FINALIZER, WORKSPACE_LABEL, workspace_of_pod,
 };
 
 use crate::pod_echoes::{Echoes, Known, Seen, Settled};
 use crate::stopping::StoppingPod;
+use crate::workspace::plan::has_finalizer;
 use crate::workspace::pod_read::CachedPod;
 
 pub use crate::pod_echoes::PodKey;
@@ -59,6 +60,9 @@ type PodsByName = HashMap<Box<str>, Owner>;
 struct Listing {
     pods: HashMap<Box<str>, PodsByName>,
     stopping: HashMap<(Box<str>, Box<str>), StoppingPod>,
+    /// The evicted pods told of their stop and still held by lifeguard's finalizer
+    /// (`workspace::eviction::in_flight`), for the cluster's eviction budget.
+    evicting: HashSet<PodKey>,
 }
 
 #[derive(Debug, Default)]
@@ -101,6 +105,16 @@ impl Listing {
                 .or_default()
                 .insert(name.as_str().into(), owner),
         };
+        let noticed = pod
+            .metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key(EVICTION_NOTICE_ANNOTATION));
+        if noticed {
+            self.evicting.insert((namespace.clone(), name.clone()));
+        } else if !self.evicting.is_empty() {
+            self.evicting.remove(&(namespace.clone(), name.clone()));
+        }
         let key = (namespace.as_str().into(), name.as_str().into());
         match StoppingPod::of(&pod.metadata) {
             Some(stopping) => {
@@ -125,6 +139,9 @@ impl Listing {
         if !self.stopping.is_empty() {
             self.stopping
                 .remove(&(namespace.as_str().into(), name.as_str().into()));
+        }
+        if !self.evicting.is_empty() {
+            self.evicting.remove(&(namespace.clone(), name.clone()));
         }
     }
 }
@@ -170,6 +187,12 @@ impl PodIndex {
             Owner::Other(owner) => Some(owner),
             Owner::None => None,
         }
+    }
+
+    /// The evicted pods being stopped (`Listing::evicting`), once a first list completed.
+    fn evicting(&self) -> Option<Vec<PodKey>> {
+        self.listed
+            .then(|| self.current.evicting.iter().cloned().collect())
     }
 
     /// The stopping pods by (namespace, name), once a first list completed.
@@ -220,6 +243,13 @@ impl PodNames {
     /// watch's first list is in; `None` before (or if the index is poisoned).
     pub fn stopping(&self) -> Option<Vec<(PodKey, StoppingPod)>> {
         self.index.lock().ok()?.stopping()
+    }
+
+    /// The evicted workspace pods told of their stop and still held by lifeguard's
+    /// finalizer, once the watch's first list is in; `None` before. A few per draining
+    /// node: the set is empty while nothing is evicted.
+    pub fn evicting(&self) -> Option<Vec<PodKey>> {
+        self.index.lock().ok()?.evicting()
     }
 
     /// Returns once the watch's first list is in the index. The index fills as the
@@ -308,10 +338,17 @@ impl PodNames {
 /// references to Workspaces (without `blockOwnerDeletion`, which nothing reads): the
 /// controller maps each pod event to its Workspace through them. Of a stopping pod
 /// (`stopping::StoppingPod`) also what the sweep reads: the deletion timestamp, our
-/// finalizer and the disposal annotations.
+/// finalizer and the disposal annotations. Of an evicted pod told of its stop and still held
+/// by our finalizer, the notice (which marks it for the cluster's eviction budget).
 fn strip(pod: &mut PartialObjectMeta<Pod>) {
     let meta = std::mem::take(&mut pod.metadata);
     let stopping = StoppingPod::of(&meta).is_some();
+    let notice = meta
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(EVICTION_NOTICE_ANNOTATION))
+        .filter(|_| has_finalizer(meta.finalizers.as_ref(), POD_FINALIZER))
+        .cloned();
     pod.types = None;
     pod.metadata.name = meta.name;
     pod.metadata.namespace = meta.namespace;
@@ -345,6 +382,12 @@ fn strip(pod: &mut PartialObjectMeta<Pod>) {
             })
             .collect();
         pod.metadata.annotations = (!disposal.is_empty()).then_some(disposal);
+    }
+    if let Some(notice) = notice {
+        pod.metadata
+            .annotations
+            .get_or_insert_default()
+            .insert(EVICTION_NOTICE_ANNOTATION.to_string(), notice);
     }
 }
 

@@ -247,3 +247,71 @@ fn the_owner_is_the_workspace_of_the_owner_reference() {
     );
     assert_eq!(index.owner("team-b", "ws-alice"), None, "another namespace");
 }
+
+/// A pod as the watch yields it, stripped: `finalizers` and whether it carries an
+/// eviction notice.
+fn evicted(name: &str, finalizers: &[&str], deleting: bool) -> PartialObjectMeta<Pod> {
+    let mut pod: PartialObjectMeta<Pod> = serde_json::from_value(json!({
+        "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+        "metadata": {
+            "name": name, "namespace": "team-a", "finalizers": finalizers,
+            "annotations": {"lifeguard.dev/eviction-notice": "{}", "other": "x"},
+        }
+    }))
+    .expect("pod literal");
+    if deleting {
+        pod.metadata.deletion_timestamp =
+            serde_json::from_value(json!("2026-12-01T12:00:00Z")).ok();
+    }
+    strip(&mut pod);
+    pod
+}
+
+#[test]
+fn the_index_counts_the_evicted_pods_told_of_their_stop_until_lifeguard_lets_go() {
+    use watcher::Event::*;
+    let names = |index: &PodIndex| {
+        index.evicting().map(|mut keys| {
+            keys.sort();
+            keys.into_iter().map(|(_, n)| n).collect::<Vec<_>>()
+        })
+    };
+    let mut index = PodIndex::default();
+    index.apply(&Init);
+    index.apply(&InitApply(evicted(
+        "ws-a",
+        &["lifeguard.dev/disposal"],
+        false,
+    )));
+    assert_eq!(names(&index), None, "unknown before the first list");
+    index.apply(&InitDone);
+    assert_eq!(
+        names(&index),
+        Some(vec!["ws-a".to_string()]),
+        "told, waiting out its notice"
+    );
+    index.apply(&Apply(evicted("ws-b", &["lifeguard.dev/disposal"], true)));
+    index.apply(&Apply(pod("team-a", "ws-c", Some("c"))));
+    assert_eq!(
+        names(&index),
+        Some(vec!["ws-a".to_string(), "ws-b".to_string()]),
+        "told and being saved; a pod without a notice is not evicted"
+    );
+    index.apply(&Apply(evicted("ws-b", &["example.com/keep"], true)));
+    index.apply(&Delete(evicted("ws-a", &["lifeguard.dev/disposal"], true)));
+    assert_eq!(names(&index), Some(vec![]), "released, and gone");
+}
+
+#[test]
+fn strip_keeps_the_eviction_notice_only_while_lifeguard_holds_the_pod() {
+    let kept = |p: PartialObjectMeta<Pod>| {
+        p.metadata
+            .annotations
+            .map(|a| a.into_keys().collect::<Vec<_>>())
+    };
+    assert_eq!(
+        kept(evicted("ws-a", &["lifeguard.dev/disposal"], false)),
+        Some(vec!["lifeguard.dev/eviction-notice".to_string()])
+    );
+    assert_eq!(kept(evicted("ws-a", &[], true)), None);
+}

@@ -263,7 +263,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         phases: PhaseTally::default(),
         surveys: window::pacing::SurveyPacer::default(),
         survey_index: survey_index.clone(),
-        eviction_gate: tokio::sync::Mutex::new(()),
+        eviction_gate: tokio::sync::Mutex::default(),
     });
     // Only the identity of each Workspace is cached for the reconciler, which reads it
     // fresh: managedFields alone would be most of a cached object's memory. The watch

@@ -17,12 +17,14 @@ use super::document::{Kind, Notification};
 pub const WINDOW_ACTIVE: &str = "LifeguardMaintenanceWindowActive";
 pub const DRAIN_SCHEDULED: &str = "LifeguardWorkspaceDrainScheduled";
 pub const DRAINED: &str = "LifeguardWorkspaceDrained";
+pub const EVICTED: &str = "LifeguardWorkspaceEvicted";
 
 pub fn alertname(kind: Kind) -> &'static str {
     match kind {
         Kind::WindowStart | Kind::WindowEnd => WINDOW_ACTIVE,
         Kind::Notice | Kind::NoticeWithdrawn => DRAIN_SCHEDULED,
         Kind::DrainStop => DRAINED,
+        Kind::EvictionStop => EVICTED,
     }
 }
 
@@ -35,7 +37,9 @@ pub fn alerts(doc: &Notification) -> Value {
     put(&mut labels, "alertname", alertname(doc.kind));
     put(&mut labels, "severity", "info");
     put(&mut labels, "source", "lifeguard");
-    put(&mut labels, "window", &doc.window.name);
+    if let Some(window) = &doc.window {
+        put(&mut labels, "window", &window.name);
+    }
     if let Some(cluster) = &doc.cluster {
         put(&mut labels, "cluster", cluster);
     }
@@ -50,18 +54,27 @@ pub fn alerts(doc: &Notification) -> Value {
     }
     put(&mut annotations, "kind", doc.kind.as_str());
     put(&mut annotations, "id", &doc.id);
-    put(&mut annotations, "windowStart", &doc.window.start);
-    put(&mut annotations, "windowEnd", &doc.window.end);
+    if let Some(window) = &doc.window {
+        put(&mut annotations, "windowStart", &window.start);
+        put(&mut annotations, "windowEnd", &window.end);
+    }
+    if let Some(eviction) = &doc.eviction {
+        put(&mut annotations, "evictedBy", &eviction.by);
+        put(&mut annotations, "evictedAt", &eviction.evicted_at);
+        put(&mut annotations, "stopAt", &eviction.stop_at);
+    }
     if let Some(node) = doc.workspace.as_ref().and_then(|w| w.node.as_deref()) {
         put(&mut annotations, "node", node);
     }
-    let (starts_at, ends_at) = match doc.kind {
+    let (starts_at, ends_at) = match (doc.kind, &doc.window, &doc.eviction) {
         // Active from the occurrence's start until its end: resolved by then even if the
         // end document never comes (a controller down at the end).
-        Kind::WindowStart => (&doc.window.start, &doc.window.end),
-        Kind::WindowEnd => (&doc.window.start, &doc.time),
-        Kind::Notice | Kind::DrainStop => (&doc.time, &doc.window.end),
-        Kind::NoticeWithdrawn => (&doc.time, &doc.time),
+        (Kind::WindowStart, Some(w), _) => (w.start.clone(), w.end.clone()),
+        (Kind::WindowEnd, Some(w), _) => (w.start.clone(), doc.time.clone()),
+        (Kind::Notice | Kind::DrainStop, Some(w), _) => (doc.time.clone(), w.end.clone()),
+        // From the notice to the start of the stop: what the person in the IDE has left.
+        (Kind::EvictionStop, _, Some(e)) => (doc.time.clone(), e.stop_at.clone()),
+        _ => (doc.time.clone(), doc.time.clone()),
     };
     json!([{
         "labels": labels,
@@ -83,11 +96,12 @@ mod tests {
             id: format!("{}/upgrade/2026-12-01T22:00:00Z", kind.as_str()),
             time: "2026-12-01T22:10:00Z".into(),
             cluster: Some("eu-1".into()),
-            window: WindowRef {
+            window: Some(WindowRef {
                 name: "upgrade".into(),
                 start: "2026-12-01T22:00:00Z".into(),
                 end: "2026-12-01T23:00:00Z".into(),
-            },
+            }),
+            eviction: None,
             workspace: workspace.then(|| WorkspaceRef {
                 namespace: "dev".into(),
                 name: "ivy".into(),
@@ -147,6 +161,31 @@ mod tests {
             assert_eq!(alert["endsAt"], ends, "{kind:?}");
             assert_eq!(alert["annotations"]["kind"], kind.as_str(), "{kind:?}");
         }
+    }
+
+    #[test]
+    fn an_eviction_stop_is_an_alert_of_its_own_until_the_stop_starts() {
+        use crate::notify::document::EvictionRef;
+        let mut d = doc(Kind::EvictionStop, true);
+        d.window = None;
+        d.eviction = Some(EvictionRef {
+            by: "system:serviceaccount:karpenter:karpenter".into(),
+            node: "node-1".into(),
+            evicted_at: "2026-12-01T22:09:58Z".into(),
+            stop_at: "2026-12-01T22:10:30Z".into(),
+        });
+        let body = alerts(&d);
+        let alert = &body[0];
+        assert_eq!(alert["labels"]["alertname"], EVICTED);
+        assert_eq!(alert["labels"].get("window"), None, "no window caused it");
+        assert_eq!(alert["labels"]["workspace"], "ivy");
+        assert_eq!(alert["startsAt"], "2026-12-01T22:10:00Z");
+        assert_eq!(alert["endsAt"], "2026-12-01T22:10:30Z");
+        assert_eq!(
+            alert["annotations"]["evictedBy"],
+            "system:serviceaccount:karpenter:karpenter"
+        );
+        assert_eq!(alert["annotations"].get("windowStart"), None);
     }
 
     #[test]

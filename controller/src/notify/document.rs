@@ -9,6 +9,7 @@
 use jiff::Timestamp;
 use kube::ResourceExt;
 use lifeguard_api::Workspace;
+use lifeguard_api::eviction::EvictionNotice;
 use lifeguard_api::maintenance::OccurrenceStatus;
 use lifeguard_api::notice::MaintenanceNotice;
 use serde::Serialize;
@@ -33,15 +34,19 @@ pub enum Kind {
     NoticeWithdrawn,
     /// A drain asked a workspace to stop.
     DrainStop,
+    /// An eviction (kubectl drain, a node upgrade, an autoscaler) is about to stop a
+    /// workspace: it was told, and its stop starts at `eviction.stopAt`. It has no window.
+    EvictionStop,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 5] = [
+    pub const ALL: [Kind; 6] = [
         Kind::WindowStart,
         Kind::WindowEnd,
         Kind::Notice,
         Kind::NoticeWithdrawn,
         Kind::DrainStop,
+        Kind::EvictionStop,
     ];
 
     /// As in the document and the metrics' `kind` label.
@@ -52,6 +57,7 @@ impl Kind {
             Kind::Notice => "notice",
             Kind::NoticeWithdrawn => "noticeWithdrawn",
             Kind::DrainStop => "drainStop",
+            Kind::EvictionStop => "evictionStop",
         }
     }
 }
@@ -74,6 +80,20 @@ pub struct WorkspaceRef {
     pub node: Option<String>,
 }
 
+/// The eviction an `evictionStop` document is about.
+#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct EvictionRef {
+    /// The user of the eviction request.
+    pub by: String,
+    /// The node the pod is evicted from.
+    pub node: String,
+    /// When the eviction was first asked, RFC 3339 UTC.
+    pub evicted_at: String,
+    /// When the stop starts (`--eviction-notice` after the notice), RFC 3339 UTC.
+    pub stop_at: String,
+}
+
 /// One document, as posted in the `json` format.
 #[derive(Serialize, Clone, Debug, PartialEq, Eq)]
 pub struct Notification {
@@ -86,9 +106,14 @@ pub struct Notification {
     /// `--notify-cluster`, set by the notifier.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster: Option<String>,
-    pub window: WindowRef,
+    /// Every kind but `evictionStop`, which no window causes, has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<WindowRef>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workspace: Option<WorkspaceRef>,
+    /// Only `evictionStop` has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eviction: Option<EvictionRef>,
     /// The window's `message`, as the operator wrote it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
@@ -130,8 +155,9 @@ fn document(
         id: id(kind, &window, workspace.as_ref()),
         time: rfc3339(now),
         cluster: None,
-        window,
+        window: Some(window),
         workspace,
+        eviction: None,
         message: message.map(str::to_string),
         summary,
     }
@@ -268,6 +294,48 @@ pub fn drain_stop(
         summary,
         now,
     )
+}
+
+/// The document of an evicted workspace `ws` told of its stop (`notice`).
+pub fn eviction_stop(ws: &Workspace, notice: &EvictionNotice, now: Timestamp) -> Notification {
+    let workspace = WorkspaceRef {
+        node: Some(notice.node.clone()),
+        ..workspace_ref(ws)
+    };
+    let eviction = EvictionRef {
+        by: notice.by.clone(),
+        node: notice.node.clone(),
+        evicted_at: rfc3339(notice.evicted_at.0),
+        stop_at: rfc3339(notice.stop_at.0),
+    };
+    let by = if eviction.by.is_empty() {
+        "an unnamed user"
+    } else {
+        &eviction.by
+    };
+    let summary = format!(
+        "{by} evicted workspace {}/{} from node {}; lifeguard stops it at {}, saving its work",
+        workspace.namespace, workspace.name, eviction.node, eviction.stop_at
+    );
+    Notification {
+        version: VERSION,
+        kind: Kind::EvictionStop,
+        // One per eviction of a pod: the first eviction's time tells it from a later one.
+        id: format!(
+            "{}/{}/{}/{}",
+            Kind::EvictionStop.as_str(),
+            workspace.namespace,
+            workspace.name,
+            eviction.evicted_at
+        ),
+        time: rfc3339(now),
+        cluster: None,
+        window: None,
+        workspace: Some(workspace),
+        eviction: Some(eviction),
+        message: Some(notice.message.clone()),
+        summary,
+    }
 }
 
 #[cfg(test)]

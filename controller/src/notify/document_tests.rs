@@ -150,6 +150,43 @@ fn the_json_document_has_its_version_kind_window_workspace_times_and_message() {
     );
 }
 
+#[test]
+fn an_eviction_stop_document_names_the_eviction_and_has_no_window() {
+    let ws: Workspace = serde_json::from_value(json!({
+        "metadata": {"name": "ivy", "namespace": "dev"},
+        "spec": {"podTemplate": {}},
+        "status": {"phase": "Running", "nodeName": "node-1"},
+    }))
+    .expect("workspace");
+    let record = lifeguard_api::eviction::EvictionRecord {
+        by: "kubernetes-admin".into(),
+        node: "node-1".into(),
+        pod_uid: "uid-1".into(),
+        time: Time(t("2026-12-01T22:00:00Z")),
+    };
+    let notice = EvictionNotice::new(
+        &record,
+        lifeguard_api::eviction::OnEviction::Restart,
+        t("2026-12-01T22:00:02.5Z"),
+        jiff::SignedDuration::from_secs(30),
+    );
+    let doc = eviction_stop(&ws, &notice, t("2026-12-01T22:00:02.5Z"));
+    assert_eq!(
+        serde_json::to_value(&doc).expect("json"),
+        json!({
+            "version": "lifeguard.dev/notification/v1",
+            "kind": "evictionStop",
+            "id": "evictionStop/dev/ivy/2026-12-01T22:00:00Z",
+            "time": "2026-12-01T22:00:02Z",
+            "workspace": {"namespace": "dev", "name": "ivy", "node": "node-1"},
+            "eviction": {"by": "kubernetes-admin", "node": "node-1",
+                         "evictedAt": "2026-12-01T22:00:00Z", "stopAt": "2026-12-01T22:00:32Z"},
+            "message": "kubernetes-admin evicted it from node node-1; lifeguard stops this workspace at 2026-12-01T22:00:32Z, saves its work, and starts it again on another node",
+            "summary": "kubernetes-admin evicted workspace dev/ivy from node node-1; lifeguard stops it at 2026-12-01T22:00:32Z, saving its work",
+        })
+    );
+}
+
 fn notice(window: &str, start: &str) -> MaintenanceNotice {
     MaintenanceNotice {
         window: window.into(),

@@ -126,6 +126,9 @@ fn jitter() -> f64 {
 const DROP_EVENTS_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
 async fn warn_on_window(events: Option<&Events>, window: &str, reason: &str, note: String) {
+    if window.is_empty() {
+        return;
+    }
     let Some(events) = events else { return };
     let regarding: ObjectReference = ObjectRef::<MaintenanceWindow>::new(window).into();
     lifeguard_runtime::events::record(
@@ -153,7 +156,9 @@ async fn deliver(
     let mut drop_events = EventBudget::new(DROP_EVENTS_EVERY);
     while let Some(q) = rx.recv().await {
         let doc = &q.doc;
-        let (id, kind, window) = (doc.id.as_str(), doc.kind.as_str(), doc.window.name.as_str());
+        let (id, kind) = (doc.id.as_str(), doc.kind.as_str());
+        // A document no window caused (`evictionStop`) warns in the log only.
+        let window = doc.window.as_ref().map_or("", |w| w.name.as_str());
         let body = match encode(format, doc) {
             Ok(body) => body,
             Err(error) => {

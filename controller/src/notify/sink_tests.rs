@@ -66,12 +66,13 @@ fn doc(n: u32) -> Notification {
         id: format!("doc-{n}"),
         time: "2026-12-01T22:00:00Z".into(),
         cluster: None,
-        window: WindowRef {
+        window: Some(WindowRef {
             name: "upgrade".into(),
             start: "2026-12-01T22:00:00Z".into(),
             end: "2026-12-01T23:00:00Z".into(),
-        },
+        }),
         workspace: None,
+        eviction: None,
         message: None,
         summary: "s".into(),
     }

@@ -4,14 +4,20 @@
 //! gone the workspace starts again, on another node since the drained one is cordoned, or
 //! stays Stopped when its `spec.onEviction` says `Stop`. Pure.
 
-use jiff::Timestamp;
+use std::collections::{HashMap, HashSet};
+
+use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
-use lifeguard_api::eviction::{self, EvictionRecord, OnEviction, REASON_EVICTED};
-use lifeguard_api::names::{DRAINED_BY_ANNOTATION, POD_FINALIZER};
+use lifeguard_api::eviction::{self, EvictionNotice, EvictionRecord, OnEviction, REASON_EVICTED};
+use lifeguard_api::names::{DRAINED_BY_ANNOTATION, EVICTION_NOTICE_ANNOTATION, POD_FINALIZER};
 use lifeguard_api::workspace::condition;
 use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceStatus};
 
+use crate::pod_names::PodKey;
 use crate::status::set_condition;
+
+/// Event reason of an evicted workspace told of its stop.
+pub const REASON_EVICTION_NOTICE: &str = "EvictionNotice";
 
 /// The eviction that asks this very pod to stop, if one does.
 pub fn stopping(ws: &Workspace, pod: &Pod) -> Option<EvictionRecord> {
@@ -99,21 +105,92 @@ pub fn budgeted(ws: &Workspace, pod: &Pod) -> bool {
     ws.metadata.deletion_timestamp.is_none() && !drained && stopping(ws, pod).is_some()
 }
 
+/// Whether `pod` holds an eviction budget slot: deleted and still held by lifeguard's
+/// finalizer (being saved), or told of its eviction's stop and not yet deleted (the stop
+/// starts when `--eviction-notice` is over).
+pub fn in_flight(pod: &Pod) -> bool {
+    let held = pod
+        .metadata
+        .finalizers
+        .as_ref()
+        .is_some_and(|f| f.iter().any(|f| f == POD_FINALIZER));
+    let noticed = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(EVICTION_NOTICE_ANNOTATION));
+    held && (pod.metadata.deletion_timestamp.is_some() || noticed)
+}
+
 /// Whether another evicted pod may be stopped on a node whose workspace pods are
-/// `on_node`: fewer than `budget` of them are being stopped (deleted, still held by
-/// lifeguard's finalizer, so still being saved).
+/// `on_node`: fewer than `budget` of them are `in_flight`.
 pub fn budget_allows(on_node: &[Pod], budget: u32) -> bool {
-    let in_flight = on_node
-        .iter()
-        .filter(|p| {
-            p.metadata.deletion_timestamp.is_some()
-                && p.metadata
-                    .finalizers
-                    .as_ref()
-                    .is_some_and(|f| f.iter().any(|f| f == POD_FINALIZER))
-        })
-        .count();
-    in_flight < budget as usize
+    on_node.iter().filter(|p| in_flight(p)).count() < budget as usize
+}
+
+/// Whether another evicted pod may be stopped in the cluster while `in_flight` evicted
+/// pods are (`--eviction-max-concurrent`; 0 is no limit).
+pub fn cluster_budget_allows(in_flight: usize, budget: u32) -> bool {
+    budget == 0 || in_flight < budget as usize
+}
+
+/// How many evicted pods are being stopped in the cluster: those the pod watch shows
+/// (`cached`: told of their stop and still held by lifeguard's finalizer) and those this
+/// replica told within `horizon` before `now` (`told`), which the watch may not show yet.
+/// A pod in both counts once.
+pub fn cluster_in_flight<'a>(
+    cached: impl IntoIterator<Item = &'a PodKey>,
+    told: &HashMap<PodKey, Timestamp>,
+    now: Timestamp,
+    horizon: SignedDuration,
+) -> usize {
+    let recent = |at: &Timestamp| now.duration_since(*at) < horizon;
+    let mut keys: HashSet<&PodKey> = cached.into_iter().collect();
+    keys.extend(told.iter().filter(|(_, at)| recent(at)).map(|(k, _)| k));
+    keys.len()
+}
+
+/// What an evicted pod's stop does next, once it has a budget slot.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NoticeStep {
+    /// Tell the workspace (pod annotation, Event, notification); its stop starts at the
+    /// notice's `stop_at`.
+    Give(EvictionNotice),
+    /// Told; the stop starts at this time.
+    Wait(Timestamp),
+    /// Told, and the notice is over (or was none): delete the pod.
+    Stop,
+}
+
+/// The next step of the stop of evicted `pod` of `ws` (`record`: its eviction), with a
+/// notice of `notice` before the stop. A notice the pod already carries stands as it was
+/// given, so a restarted controller (or a changed flag) neither repeats nor shortens it.
+pub fn notice_step(
+    ws: &Workspace,
+    pod: &Pod,
+    record: &EvictionRecord,
+    now: Timestamp,
+    notice: SignedDuration,
+) -> NoticeStep {
+    match EvictionNotice::of(pod.metadata.annotations.as_ref()) {
+        Some(given) if now < given.stop_at.0 => NoticeStep::Wait(given.stop_at.0),
+        Some(_) => NoticeStep::Stop,
+        None => NoticeStep::Give(EvictionNotice::new(
+            record,
+            eviction::on_eviction(ws),
+            now,
+            notice,
+        )),
+    }
+}
+
+/// The merge patch that puts `notice` on the pod with UID `uid`: with the UID in it, the
+/// API server refuses the patch (409) if the name now holds another pod.
+pub fn notice_patch(notice: &EvictionNotice, uid: Option<&str>) -> serde_json::Value {
+    serde_json::json!({"metadata": {
+        "uid": uid,
+        "annotations": {EVICTION_NOTICE_ANNOTATION: notice.to_annotation()},
+    }})
 }
 
 /// A workspace restarted after an eviction, waiting for its new pod.

@@ -225,9 +225,164 @@ fn a_node_stops_at_most_its_budget_of_evicted_pods_at_once() {
             1,
             true,
         ),
+        (
+            "one told of its stop and waiting out its notice holds a slot",
+            vec![noticed_pod(), running_pod()],
+            1,
+            false,
+        ),
+        (
+            "a told pod lifeguard released no longer counts",
+            vec![pod(
+                json!({"phase": "Succeeded"}),
+                json!({"finalizers": [],
+                       "annotations": {"lifeguard.dev/eviction-notice": notice_json("2026-12-01T12:00:30Z")}}),
+            )],
+            1,
+            true,
+        ),
     ];
     for (what, on_node, budget, want) in cases {
         assert_eq!(budget_allows(&on_node, budget), want, "{what}");
+    }
+}
+
+fn notice_json(stop_at: &str) -> String {
+    json!({"by": "kubernetes-admin", "node": "node-1", "evictedAt": "2026-12-01T11:59:00Z",
+           "stopAt": stop_at, "message": "kubernetes-admin evicted it from node node-1"})
+    .to_string()
+}
+
+fn noticed_pod() -> k8s_openapi::api::core::v1::Pod {
+    pod(
+        json!({"phase": "Running"}),
+        json!({"annotations": {"lifeguard.dev/eviction-notice": notice_json("2026-12-01T12:00:30Z")}}),
+    )
+}
+
+#[test]
+fn the_cluster_stops_at_most_its_budget_of_evicted_pods_at_once() {
+    use crate::workspace::eviction::cluster_budget_allows;
+    let cases = [
+        ("none in flight", 0, 10, true),
+        ("one short of the budget", 9, 10, true),
+        ("the budget reached", 10, 10, false),
+        (
+            "over it (a replica's stops before a restart)",
+            12,
+            10,
+            false,
+        ),
+        ("0 is no limit", 5_000, 0, true),
+    ];
+    for (what, in_flight, budget, want) in cases {
+        assert_eq!(cluster_budget_allows(in_flight, budget), want, "{what}");
+    }
+}
+
+#[test]
+fn the_cluster_count_adds_recent_notices_the_pod_watch_has_not_shown_yet() {
+    use crate::workspace::eviction::cluster_in_flight;
+    use jiff::SignedDuration;
+    let key = |n: &str| ("team".to_string(), n.to_string());
+    let at = |s: &str| -> jiff::Timestamp { s.parse().expect("time") };
+    let horizon = SignedDuration::from_secs(60);
+    let cases = [
+        ("nothing", vec![], vec![], 0),
+        ("the watch's pods", vec![key("a"), key("b")], vec![], 2),
+        (
+            "a notice the watch also shows counts once",
+            vec![key("a")],
+            vec![(key("a"), "2026-12-01T11:59:59Z")],
+            1,
+        ),
+        (
+            "a notice the watch does not show yet counts",
+            vec![key("a")],
+            vec![(key("b"), "2026-12-01T11:59:30Z")],
+            2,
+        ),
+        (
+            "a notice older than the horizon is left to the watch",
+            vec![],
+            vec![(key("b"), "2026-12-01T11:58:59Z")],
+            0,
+        ),
+    ];
+    for (what, cached, told, want) in cases {
+        let told = told.into_iter().map(|(k, t)| (k, at(t))).collect();
+        assert_eq!(
+            cluster_in_flight(&cached, &told, now(), horizon),
+            want,
+            "{what}"
+        );
+    }
+}
+
+#[test]
+fn an_evicted_pod_is_told_first_and_stopped_when_its_notice_is_over() {
+    use crate::workspace::eviction::{NoticeStep, notice_step, stopping};
+    use jiff::SignedDuration;
+    let workspace = ws(running(), evicted("pod-uid-1"));
+    let told_until = |stop_at: &str| {
+        pod(
+            json!({"phase": "Running"}),
+            json!({"annotations": {"lifeguard.dev/eviction-notice": notice_json(stop_at)}}),
+        )
+    };
+    let cases = [
+        (
+            "not told, no notice: told, stop now",
+            running_pod(),
+            SignedDuration::ZERO,
+            "give 2026-12-01T12:00:00Z",
+        ),
+        (
+            "not told, 30s notice",
+            running_pod(),
+            SignedDuration::from_secs(30),
+            "give 2026-12-01T12:00:30Z",
+        ),
+        (
+            "told, the notice runs",
+            told_until("2026-12-01T12:00:30Z"),
+            SignedDuration::from_secs(30),
+            "wait 2026-12-01T12:00:30Z",
+        ),
+        (
+            "told, a shorter flag since does not cut the notice given",
+            told_until("2026-12-01T12:00:30Z"),
+            SignedDuration::ZERO,
+            "wait 2026-12-01T12:00:30Z",
+        ),
+        (
+            "told, the notice is over",
+            told_until("2026-12-01T12:00:00Z"),
+            SignedDuration::from_secs(30),
+            "stop",
+        ),
+        (
+            "an unreadable notice is given again",
+            pod(
+                json!({"phase": "Running"}),
+                json!({"annotations": {"lifeguard.dev/eviction-notice": "{"}}),
+            ),
+            SignedDuration::ZERO,
+            "give 2026-12-01T12:00:00Z",
+        ),
+    ];
+    for (what, p, notice, want) in cases {
+        let record = stopping(&workspace, &p).expect("the pod's eviction");
+        let got = match notice_step(&workspace, &p, &record, now(), notice) {
+            NoticeStep::Give(n) => {
+                assert_eq!(n.by, "kubernetes-admin", "{what}");
+                assert_eq!(n.node, "node-1", "{what}");
+                format!("give {}", n.stop_at.0)
+            }
+            NoticeStep::Wait(t) => format!("wait {t}"),
+            NoticeStep::Stop => "stop".into(),
+        };
+        assert_eq!(got, want, "{what}");
     }
 }
 

@@ -72,6 +72,12 @@ pub struct Settings {
     /// Evicted workspace pods stopped at once per node (`eviction::budget_allows`); the
     /// evictions of the others are answered 429 meanwhile.
     pub eviction_max_per_node: u32,
+    /// Evicted workspace pods stopped at once in the cluster (`eviction::cluster_budget_allows`;
+    /// 0: no limit).
+    pub eviction_max_concurrent: u32,
+    /// How long an evicted workspace is told of its stop before its pod is deleted
+    /// (`eviction::notice_step`).
+    pub eviction_notice: SignedDuration,
     /// The namespaces a window's pods gate looks in (`window::gates`); `None`: it cannot be
     /// evaluated, and holds.
     pub pods_gate_namespaces: Option<kube::core::Selector>,
@@ -98,6 +104,8 @@ impl Default for Settings {
             max_grace_period: SignedDuration::from_mins(5),
             pods_gate_namespaces: None,
             eviction_max_per_node: 2,
+            eviction_max_concurrent: 10,
+            eviction_notice: SignedDuration::ZERO,
         }
     }
 }

@@ -523,15 +523,11 @@ async fn reconcile_plan(
         } => {
             let grace = grace_seconds.map(|g| g as u32);
             if let Some(pod) = &pod {
-                let _slot = if eviction::budgeted(ws, pod) {
-                    let slot = ctx.eviction_gate.lock().await;
-                    if !eviction_slot_free(ctx, pod).await? {
-                        return Ok(Pass::Done(Requeue::requeue(EVICTION_BUDGET_RECHECK)));
-                    }
-                    Some(slot)
-                } else {
-                    None
-                };
+                if eviction::budgeted(ws, pod)
+                    && let Some(pass) = eviction_turn(ctx, ws, pods, pod, now).await?
+                {
+                    return Ok(pass);
+                }
                 let deletion = delete_pod(ctx, pods, pod, grace).await?;
                 if let Deletion::Deleted(_) = deletion {
                     let note = format!("deleted pod {}: {cause}", pod.name_any());
@@ -636,11 +632,96 @@ fn count_removal(ctx: &Context, kind: &str, removal: Removal) {
     }
 }
 
-/// How often an evicted workspace waiting for its node's eviction budget looks again.
+/// How often an evicted workspace waiting for an eviction budget looks again.
 const EVICTION_BUDGET_RECHECK: Duration = Duration::from_secs(2);
 
+/// How long a notice this replica gave counts toward the cluster's eviction budget without
+/// the pod watch showing it: the watch shows a pod's change within a second or two, and
+/// counting a pod twice is impossible (`eviction::cluster_in_flight`), so a long horizon
+/// only makes a brief over-count after a pod is released quickly.
+const TOLD_HORIZON: jiff::SignedDuration = jiff::SignedDuration::from_secs(30);
+
+/// The stop of evicted `pod`, before its delete: waits for a slot in the node's and the
+/// cluster's eviction budgets, tells the workspace (pod annotation, Event, notification)
+/// and waits out `--eviction-notice`. `None`: the pod is deleted now.
+async fn eviction_turn(
+    ctx: &Context,
+    ws: &Workspace,
+    pods: &Api<Pod>,
+    pod: &Pod,
+    now: Timestamp,
+) -> Result<Option<Pass>, Error> {
+    let Some(record) = eviction::stopping(ws, pod) else {
+        return Ok(None);
+    };
+    let notice = match eviction::notice_step(ws, pod, &record, now, ctx.settings.eviction_notice) {
+        eviction::NoticeStep::Stop => return Ok(None),
+        eviction::NoticeStep::Wait(at) => {
+            let wait = at.duration_since(now).unsigned_abs();
+            return Ok(Some(Pass::Done(Requeue::requeue(
+                wait.max(Duration::from_millis(100)),
+            ))));
+        }
+        eviction::NoticeStep::Give(notice) => notice,
+    };
+    // A pod told of its stop holds its slots from here on, until lifeguard releases it.
+    let mut told = ctx.eviction_gate.lock().await;
+    told.retain(|_, at| now.duration_since(*at) < TOLD_HORIZON);
+    let cached = ctx.pods.evicting().unwrap_or_default();
+    let in_cluster = eviction::cluster_in_flight(&cached, &told, now, TOLD_HORIZON);
+    let held = if !eviction::cluster_budget_allows(in_cluster, ctx.settings.eviction_max_concurrent)
+    {
+        Some("cluster")
+    } else if !eviction_slot_free(ctx, pod).await? {
+        Some("node")
+    } else {
+        None
+    };
+    if let Some(budget) = held {
+        ctx.metrics
+            .eviction_stops_held
+            .with_label_values(&[budget])
+            .inc();
+        return Ok(Some(Pass::Done(Requeue::requeue(EVICTION_BUDGET_RECHECK))));
+    }
+    let patch = eviction::notice_patch(&notice, pod.metadata.uid.as_deref());
+    match pods
+        .patch(
+            &pod.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+    {
+        Ok(_) => {}
+        // Gone already: the next pass records the eviction as done.
+        Err(kube::Error::Api(s)) if s.code == 404 => return Ok(None),
+        Err(e) => return Err(e.into()),
+    }
+    told.insert((pod.namespace().unwrap_or_default(), pod.name_any()), now);
+    drop(told);
+    ctx.metrics
+        .eviction_notices
+        .with_label_values::<&str>(&[])
+        .inc();
+    ctx.notify
+        .send(crate::notify::document::eviction_stop(ws, &notice, now));
+    ctx.event(
+        ws,
+        EventType::Normal,
+        eviction::REASON_EVICTION_NOTICE,
+        notice.message.clone(),
+    )
+    .await;
+    if notice.stop_at.0 > now {
+        let wait = notice.stop_at.0.duration_since(now).unsigned_abs();
+        return Ok(Some(Pass::Done(Requeue::requeue(wait))));
+    }
+    Ok(None)
+}
+
 /// Whether the node of evicted `pod` has a free eviction slot (`--eviction-max-per-node`),
-/// by a fresh list of the workspace pods on that node.
+/// by a fresh list of the workspace pods on that node: the pod watch keeps no node names.
 async fn eviction_slot_free(ctx: &Context, pod: &Pod) -> Result<bool, Error> {
     let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) else {
         return Ok(true);

@@ -301,8 +301,11 @@ async fn an_evicted_workspace_is_saved_and_comes_back() {
 
             let (code, message) = evict(&ns, &pod, false).await?;
             ensure!(code == 429, "the eviction: {code} {message}");
+            // The first eviction is recorded by this very request: the controller has not
+            // started the stop yet.
             let expected = format!(
-                "lifeguard is saving workspace {ns}/{name} before it leaves node {node}; retry"
+                "lifeguard will save workspace {ns}/{name} before it leaves node {node}, as soon \
+                 as its eviction budget has room; retry"
             );
             ensure!(message.contains(&expected), "the answer: {message}");
             // Asked again while it is being saved: the same answer, no second stop.

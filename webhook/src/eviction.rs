@@ -17,7 +17,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
 use lifeguard_api::Workspace;
-use lifeguard_api::eviction::{EvictionRecord, recorded_for};
+use lifeguard_api::eviction::{EvictionNotice, EvictionRecord, recorded_for};
 use lifeguard_api::names::{
     EVICTION_ANNOTATION, POD_FINALIZER, RELEASED_ANNOTATION, WORKSPACE_LABEL,
 };
@@ -117,11 +117,26 @@ pub fn decide(
     if now >= allowed_from {
         return Verdict::Allow("its maximum wait is over");
     }
+    let workspace = format!("{}/{}", ws.namespace().unwrap_or_default(), ws.name_any());
+    // What the controller is doing with the pod now, as the pod shows it: the stop waits
+    // for its turn in the eviction budgets, then for its notice, before the pod is deleted.
+    let doing = if pod.metadata.deletion_timestamp.is_some() {
+        format!("lifeguard is saving workspace {workspace} before it leaves node {node}")
+    } else if let Some(notice) = EvictionNotice::of(pod.metadata.annotations.as_ref()) {
+        format!(
+            "lifeguard told workspace {workspace} it stops at {} and saves it before it leaves \
+             node {node}",
+            notice.stop_at.0
+        )
+    } else {
+        format!(
+            "lifeguard will save workspace {workspace} before it leaves node {node}, as soon as \
+             its eviction budget has room"
+        )
+    };
     let message = format!(
-        "lifeguard is saving workspace {}/{} before it leaves node {node}; retry \
-         (first asked by {} at {}; evicted as asked from {allowed_from} at the latest)",
-        ws.namespace().unwrap_or_default(),
-        ws.name_any(),
+        "{doing}; retry (first asked by {} at {}; evicted as asked from {allowed_from} at the \
+         latest)",
         if first.by.is_empty() {
             "an unnamed user"
         } else {

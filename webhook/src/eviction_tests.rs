@@ -225,23 +225,60 @@ fn an_eviction_of_a_held_workspace_pod_waits_until_it_is_saved_or_max_wait_is_ov
 fn the_answer_says_what_lifeguard_does_who_asked_and_until_when() {
     let earlier = record("pod-1", "2026-12-07T10:00:00Z");
     let ws = workspace(Some(&earlier));
-    let verdict = decide(
-        Some(&pod(&RUNNING)),
-        Some(&ws),
-        true,
-        "system:serviceaccount:kube-system:cluster-autoscaler",
-        at("2026-12-07T10:01:00Z"),
-        MAX_WAIT,
-    );
-    let Verdict::Hold { message, .. } = verdict else {
-        panic!("held: {verdict:?}");
+    let notice = json!({"by": "kubernetes-admin", "node": "node-2",
+        "evictedAt": "2026-12-07T10:00:00Z", "stopAt": "2026-12-07T10:00:30Z", "message": "m"})
+    .to_string();
+    let told = |mut p: Pod| {
+        p.metadata
+            .annotations
+            .get_or_insert_default()
+            .insert("lifeguard.dev/eviction-notice".into(), notice.clone());
+        p
     };
-    assert_eq!(
-        message,
-        "lifeguard is saving workspace team/alice before it leaves node node-2; retry \
-         (first asked by kubernetes-admin at 2026-12-07T10:00:00Z; evicted as asked from \
-         2026-12-07T10:10:00Z at the latest)"
-    );
+    let deleting = |mut p: Pod| {
+        p.metadata.deletion_timestamp = serde_json::from_value(json!("2026-12-07T10:00:40Z")).ok();
+        p
+    };
+    let cases = [
+        (
+            "not stopped yet: waiting for the budget, or for the controller",
+            pod(&RUNNING),
+            "lifeguard will save workspace team/alice before it leaves node node-2, as soon as \
+             its eviction budget has room",
+        ),
+        (
+            "told, waiting out its notice",
+            told(pod(&RUNNING)),
+            "lifeguard told workspace team/alice it stops at 2026-12-07T10:00:30Z and saves it \
+             before it leaves node node-2",
+        ),
+        (
+            "deleted, being saved",
+            deleting(told(pod(&RUNNING))),
+            "lifeguard is saving workspace team/alice before it leaves node node-2",
+        ),
+    ];
+    for (case, p, doing) in cases {
+        let verdict = decide(
+            Some(&p),
+            Some(&ws),
+            true,
+            "system:serviceaccount:kube-system:cluster-autoscaler",
+            at("2026-12-07T10:01:00Z"),
+            MAX_WAIT,
+        );
+        let Verdict::Hold { message, .. } = verdict else {
+            panic!("{case}: held: {verdict:?}");
+        };
+        assert_eq!(
+            message,
+            format!(
+                "{doing}; retry (first asked by kubernetes-admin at 2026-12-07T10:00:00Z; \
+                 evicted as asked from 2026-12-07T10:10:00Z at the latest)"
+            ),
+            "{case}"
+        );
+    }
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! install it: the eviction is answered 429 with a message saying what lifeguard does, a
 //! dry run changes nothing, the workspace is stopped gracefully, its work confirmed saved by
 //! the prober's stand-in agent, and it comes back Running; then a real `kubectl drain`
-//! without `--force` of node 2 with three such workspaces on it.
+//! without `--force` of node 2 with three such workspaces on it, each pod told of its stop
+//! (annotation `lifeguard.dev/eviction-notice`, Event `EvictionNotice`) before its delete.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -17,7 +18,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, EvictParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
-use lifeguard_api::eviction::{EvictionRecord, REASON_EVICTED};
+use lifeguard_api::eviction::{EvictionNotice, EvictionRecord, REASON_EVICTED};
 use lifeguard_api::names::{POD_FINALIZER, WORKSPACE_LABEL, pod_name};
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::prober::{PROBED_NODE, cluster_lock};
@@ -117,10 +118,12 @@ fn back_after(ws: &Workspace, old_uid: &str) -> bool {
     })
 }
 
-/// When each workspace pod of a namespace was asked to stop and when it was gone, as a
-/// watch sees them (by pod UID), and the most pods held in deletion at once.
+/// When each workspace pod of a namespace was told of its eviction's stop, asked to stop
+/// and gone, as a watch sees them (by pod UID), and the most pods held in deletion at once.
 #[derive(Default)]
 struct PodTimes {
+    /// First seen carrying its eviction notice while not yet deleted, with the notice.
+    told: BTreeMap<String, (Timestamp, EvictionNotice)>,
     deleting: BTreeMap<String, Timestamp>,
     gone: BTreeMap<String, Timestamp>,
     held: BTreeMap<String, ()>,
@@ -145,6 +148,12 @@ fn watch_pods(client: &Client, ns: &str) -> (Arc<Mutex<PodTimes>>, tokio::task::
             };
             let uid = pod_uid(&pod);
             let deleting = pod.metadata.deletion_timestamp.is_some();
+            if !deleting
+                && !gone
+                && let Some(notice) = EvictionNotice::of(pod.metadata.annotations.as_ref())
+            {
+                t.told.entry(uid.clone()).or_insert((now, notice));
+            }
             if deleting || gone {
                 t.deleting.entry(uid.clone()).or_insert(now);
             }
@@ -173,6 +182,7 @@ fn watch_pods(client: &Client, ns: &str) -> (Arc<Mutex<PodTimes>>, tokio::task::
 struct Timeline {
     name: String,
     asked: Timestamp,
+    told: Option<Timestamp>,
     stop: Option<Timestamp>,
     saved: Option<Timestamp>,
     gone: Option<Timestamp>,
@@ -191,6 +201,7 @@ impl Timeline {
         Ok(Self {
             name: ws.metadata.name.clone().unwrap_or_default(),
             asked: eviction.time.0,
+            told: times.told.get(old_uid).map(|(at, _)| *at),
             stop: times.deleting.get(old_uid).copied(),
             saved,
             gone: times.gone.get(old_uid).copied(),
@@ -198,9 +209,10 @@ impl Timeline {
         })
     }
 
-    fn offsets(&self) -> [Option<f64>; 4] {
+    fn offsets(&self) -> [Option<f64>; 5] {
         let after = |t: Option<Timestamp>| t.map(|t| t.duration_since(self.asked).as_secs_f64());
         [
+            after(self.told),
             after(self.stop),
             after(self.saved),
             after(self.gone),
@@ -214,21 +226,24 @@ fn print_timelines(title: &str, timelines: &[Timeline]) {
     eprintln!(
         "{title} (seconds after the eviction was first asked; asked and Running have whole-second resolution):"
     );
-    eprintln!("  workspace  asked                 stop asked  saved  pod gone  Running elsewhere");
-    let mut columns: [Vec<f64>; 4] = Default::default();
+    eprintln!(
+        "  workspace  asked                 told  stop asked  saved  pod gone  Running elsewhere"
+    );
+    let mut columns: [Vec<f64>; 5] = Default::default();
     for t in timelines {
         let offsets = t.offsets();
         for (column, value) in columns.iter_mut().zip(offsets) {
             column.extend(value);
         }
         eprintln!(
-            "  {:<10} {}  {:>10}  {:>5}  {:>8}  {:>8}",
+            "  {:<10} {}  {:>4}  {:>10}  {:>5}  {:>8}  {:>8}",
             t.name,
             t.asked,
             shown(offsets[0]),
             shown(offsets[1]),
             shown(offsets[2]),
-            shown(offsets[3])
+            shown(offsets[3]),
+            shown(offsets[4])
         );
     }
     let median = |v: &mut Vec<f64>| {
@@ -237,8 +252,8 @@ fn print_timelines(title: &str, timelines: &[Timeline]) {
     };
     let medians: Vec<String> = columns.iter_mut().map(|c| shown(median(c))).collect();
     eprintln!(
-        "  median                           {:>10}  {:>5}  {:>8}  {:>8}",
-        medians[0], medians[1], medians[2], medians[3]
+        "  median                           {:>4}  {:>10}  {:>5}  {:>8}  {:>8}",
+        medians[0], medians[1], medians[2], medians[3], medians[4]
     );
 }
 
@@ -254,6 +269,22 @@ async fn nothing_terminating(pods: &Api<Pod>) -> anyhow::Result<()> {
         .collect();
     ensure!(terminating.is_empty(), "left Terminating: {terminating:?}");
     Ok(())
+}
+
+/// An `EvictionNotice` Event about the workspace that names who evicted it.
+async fn notice_event(client: &Client, ns: &str, name: &str, by: &str) -> anyhow::Result<String> {
+    lifeguard_e2e::poll_until(
+        &format!("{name}: an EvictionNotice Event"),
+        Duration::from_secs(60),
+        || async {
+            let events = events_about(client, Some(ns), "Workspace", name).await?;
+            Ok(events
+                .into_iter()
+                .find(|(reason, note)| reason == "EvictionNotice" && note.contains(by))
+                .map(|(_, note)| note))
+        },
+    )
+    .await
 }
 
 /// An `Evicted` Event about the workspace that names who evicted it.
@@ -482,8 +513,25 @@ async fn kubectl_drain_without_force_saves_every_workspace_and_brings_it_back_el
                 let note = evicted_event(&client, &ns, name, &eviction.by).await?;
                 eprintln!("{name}: Event Evicted: {note}");
                 ensure!(note.contains("its work was saved"), "{name}: {note}");
+                let notice_event = notice_event(&client, &ns, name, &eviction.by).await?;
+                eprintln!("{name}: Event EvictionNotice: {notice_event}");
                 let saved = event_time(&client, &ns, name, "DisposalConfirmed").await?;
                 let t = times.lock().map_err(|_| anyhow::anyhow!("watch poisoned"))?;
+                // The pod the IDE runs in carried the notice before its delete was asked.
+                let (told, notice) = t
+                    .told
+                    .get(uid)
+                    .with_context(|| format!("{name}: its pod was deleted without a notice"))?;
+                let stop = t.deleting.get(uid).context("no stop")?;
+                ensure!(told <= stop, "{name}: told at {told}, after its stop at {stop}");
+                ensure!(
+                    notice.by == eviction.by && notice.node == SECOND_NODE,
+                    "{name}: the notice names who evicted it from where: {notice:?}"
+                );
+                ensure!(
+                    notice.message.contains("starts it again on another node"),
+                    "{name}: {notice:?}"
+                );
                 timelines.push(Timeline::read(&back, uid, &t, saved)?);
             }
             nothing_terminating(&pods).await?;

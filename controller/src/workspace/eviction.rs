@@ -13,7 +13,7 @@ use lifeguard_api::names::{DRAINED_BY_ANNOTATION, EVICTION_NOTICE_ANNOTATION, PO
 use lifeguard_api::workspace::condition;
 use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceStatus};
 
-use crate::pod_names::PodKey;
+use crate::pod_echoes::PodKey;
 use crate::status::set_condition;
 
 /// Event reason of an evicted workspace told of its stop.

@@ -150,7 +150,7 @@ pub fn cluster_in_flight<'a>(
     keys.len()
 }
 
-/// What an evicted pod's stop does next, once it has a budget slot.
+/// What an evicted pod's stop does next (`Give` only once the budgets have a slot).
 #[derive(Debug, Clone, PartialEq)]
 pub enum NoticeStep {
     /// Tell the workspace (pod annotation, Event, notification); its stop starts at the

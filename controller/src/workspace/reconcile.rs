@@ -667,7 +667,12 @@ async fn eviction_turn(
     // A pod told of its stop holds its slots from here on, until lifeguard releases it.
     let mut told = ctx.eviction_gate.lock().await;
     told.retain(|_, at| now.duration_since(*at) < TOLD_HORIZON);
-    let cached = ctx.pods.evicting().unwrap_or_default();
+    // The pod itself never counts against its own notice (an unreadable notice on it is
+    // given again).
+    let own = (pod.namespace().unwrap_or_default(), pod.name_any());
+    let mut cached = ctx.pods.evicting().unwrap_or_default();
+    cached.retain(|key| *key != own);
+    told.remove(&own);
     let in_cluster = eviction::cluster_in_flight(&cached, &told, now, TOLD_HORIZON);
     let held = if !eviction::cluster_budget_allows(in_cluster, ctx.settings.eviction_max_concurrent)
     {
@@ -698,7 +703,7 @@ async fn eviction_turn(
         Err(kube::Error::Api(s)) if s.code == 404 => return Ok(None),
         Err(e) => return Err(e.into()),
     }
-    told.insert((pod.namespace().unwrap_or_default(), pod.name_any()), now);
+    told.insert(own, now);
     drop(told);
     ctx.metrics
         .eviction_notices
@@ -730,7 +735,8 @@ async fn eviction_slot_free(ctx: &Context, pod: &Pod) -> Result<bool, Error> {
     let params = kube::api::ListParams::default()
         .labels(lifeguard_api::names::WORKSPACE_LABEL)
         .fields(&format!("spec.nodeName={node}"));
-    let on_node = all.list(&params).await?.items;
+    let mut on_node = all.list(&params).await?.items;
+    on_node.retain(|p| p.metadata.uid != pod.metadata.uid);
     Ok(eviction::budget_allows(
         &on_node,
         ctx.settings.eviction_max_per_node,

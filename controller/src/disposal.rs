@@ -19,8 +19,9 @@ use lifeguard_api::Workspace;
 use lifeguard_api::disposal::{self, DisposalResult};
 use lifeguard_api::workspace::condition::DISPOSAL_CONFIRMED;
 
+use crate::settings::Settings;
 use crate::status::set_condition;
-use crate::workspace::plan::{Action, Settings};
+use crate::workspace::action::Action;
 
 pub const REASON_SAVED: &str = "Saved";
 pub const REASON_AGENT_FAILED: &str = "AgentFailed";

@@ -11,8 +11,8 @@ use lifeguard_runtime::process::parse_duration;
 
 use crate::notify::retry::Policy;
 use crate::notify::settings::{Format, Settings as NotifySettings, Target};
+use crate::settings::Settings;
 use crate::workspace::namespace_policy::NamespacePolicy;
-use crate::workspace::plan::Settings;
 use crate::workspace::service_account_policy::ServiceAccountPolicy;
 
 #[derive(Debug, Clone, Parser)]

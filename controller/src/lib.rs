@@ -23,6 +23,7 @@ pub mod pod_ended;
 pub mod pod_names;
 pub mod podspec;
 pub mod rejection;
+pub mod settings;
 pub mod status;
 pub mod stopping;
 pub mod sweep;
@@ -45,8 +46,8 @@ use lifeguard_runtime::background_events::BackgroundEvents;
 
 use crate::metrics::Metrics;
 use crate::nodes::NodeStore;
+use crate::settings::Settings;
 use crate::window_watch::WindowCache;
-use crate::workspace::plan::Settings;
 
 /// The field manager of every status the controller writes (server-side apply), and the
 /// reporting controller of its Events.

@@ -2,6 +2,7 @@
 //! released only once its end is recorded. `plan` decides (pure); `reconcile` reads the
 //! Workspace and its pod, asks `plan` and performs the answer.
 
+pub mod action;
 pub mod eviction;
 pub mod namespace_policy;
 pub mod observe;

@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};
 use kube::ResourceExt;
 use lifeguard_api::names::{DRAINED_BY_ANNOTATION, POD_FINALIZER, WORKSPACE_FINALIZER};
-use lifeguard_api::rejection::{Classifier, RejectionClass};
+use lifeguard_api::rejection::RejectionClass;
 use lifeguard_api::workspace::{PodCreateError, PodRejection, condition};
 use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceStatus};
 
@@ -18,156 +18,14 @@ use crate::status::{
     clear_create_refusal, condition_is_true, from_pod, set_condition, set_failed,
     set_not_ready_because,
 };
-use crate::workspace::namespace_policy::{
-    NamespacePolicy, REASON_NAMESPACE_REFUSED, refused_status,
-};
-use crate::workspace::service_account_policy::{
-    REASON_SERVICE_ACCOUNT_REFUSED, ServiceAccountPolicy,
-};
+use crate::workspace::namespace_policy::{REASON_NAMESPACE_REFUSED, refused_status};
+use crate::workspace::service_account_policy::REASON_SERVICE_ACCOUNT_REFUSED;
 use crate::workspace::start::{self, StartStep};
 use crate::workspace::steering;
 use crate::workspace::stuck_terminating;
 
-#[derive(Debug, Clone)]
-pub struct Settings {
-    /// Wait between a rejected pod being gone and its first replacement; it doubles
-    /// with each further replacement (`backoff::delay`).
-    pub backoff: SignedDuration,
-    /// The longest wait before a replacement.
-    pub backoff_max: SignedDuration,
-    /// Replacements per workspace before it is marked Failed.
-    pub max_retries: u32,
-    /// How long a deleting pod may take to terminate its containers before the disposal
-    /// finalizer is released anyway.
-    pub disposal_timeout: SignedDuration,
-    /// How long a pod's node may be not Ready before the workspace says NodeLost
-    /// (`node_loss`).
-    pub node_lost_after: SignedDuration,
-    /// Workspaces whose spec does not say: does a backup agent confirm their disposal?
-    pub confirm_disposal: bool,
-    /// How long after a pod was asked to stop the release waits for that confirmation.
-    pub disposal_confirm_timeout: SignedDuration,
-    /// Which kubelet rejection reasons are transient or permanent.
-    pub reasons: Classifier,
-    /// Replacement pods prefer other nodes than the one that refused their predecessor.
-    pub avoid_refusing_node: bool,
-    /// Wait after the API first refuses to create a pod; it doubles with each refusal in a
-    /// row, up to `create_backoff_max`.
-    pub create_backoff: SignedDuration,
-    pub create_backoff_max: SignedDuration,
-    /// Namespaces whose Workspaces never get a pod (`namespace_policy`).
-    pub namespaces: NamespacePolicy,
-    /// The ServiceAccounts workspace pods may run as (`service_account_policy`).
-    pub service_accounts: ServiceAccountPolicy,
-    /// How long a pod may take to be Ready when its Workspace's `spec.startTimeout` does
-    /// not say (`start`).
-    pub start_timeout: SignedDuration,
-    /// How long past its grace period a released pod with no running container may stay
-    /// Terminating before it is force-deleted (`stuck_terminating`).
-    pub stuck_terminating_after: SignedDuration,
-    /// The longest grace period a workspace pod gets (`grace::cap_grace_period`): a
-    /// template's own would otherwise hold a drain's budget slot as long as its author
-    /// likes, since every timeout of a stop counts from the end of the grace period.
-    pub max_grace_period: SignedDuration,
-    /// Evicted workspace pods stopped at once per node (`eviction::budget_allows`); the
-    /// evictions of the others are answered 429 meanwhile.
-    pub eviction_max_per_node: u32,
-    /// Evicted workspace pods stopped at once in the cluster (`eviction::cluster_budget_allows`;
-    /// 0: no limit).
-    pub eviction_max_concurrent: u32,
-    /// How long an evicted workspace is told of its stop before its pod is deleted
-    /// (`eviction::notice_step`).
-    pub eviction_notice: SignedDuration,
-    /// The namespaces a window's pods gate looks in (`window::gates`); `None`: it cannot be
-    /// evaluated, and holds.
-    pub pods_gate_namespaces: Option<kube::core::Selector>,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Self {
-            backoff: SignedDuration::from_secs(15),
-            backoff_max: SignedDuration::from_mins(5),
-            max_retries: 3,
-            disposal_timeout: SignedDuration::from_secs(120),
-            node_lost_after: SignedDuration::from_secs(60),
-            confirm_disposal: false,
-            disposal_confirm_timeout: SignedDuration::from_mins(10),
-            reasons: Classifier::default(),
-            avoid_refusing_node: true,
-            create_backoff: SignedDuration::from_secs(5),
-            create_backoff_max: SignedDuration::from_secs(120),
-            namespaces: NamespacePolicy::default(),
-            service_accounts: ServiceAccountPolicy::default(),
-            start_timeout: SignedDuration::from_mins(10),
-            stuck_terminating_after: SignedDuration::from_mins(1),
-            max_grace_period: SignedDuration::from_mins(5),
-            pods_gate_namespaces: None,
-            eviction_max_per_node: 2,
-            eviction_max_concurrent: 10,
-            eviction_notice: SignedDuration::ZERO,
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum Action {
-    AddWorkspaceFinalizer,
-    /// Create the pod; `recreation` is the attempt number when it replaces a rejected one.
-    CreatePod {
-        start: u32,
-        recreation: Option<u32>,
-    },
-    /// Write this status (it differs from the stored one).
-    UpdateStatus(Box<WorkspaceStatus>),
-    /// Record a rejection (status written, Event emitted). A permanent one also makes the
-    /// workspace Failed.
-    RecordRejection(Box<WorkspaceStatus>),
-    /// Record that the kubelet refused a pod after it had run (Warning Event); the pod is
-    /// not re-created.
-    RecordRejectedAfterRunning(Box<WorkspaceStatus>),
-    /// The workspace has used up its retries.
-    GiveUp(Box<WorkspaceStatus>),
-    /// The workspace's namespace is refused (`namespace_policy`): Failed, with an Event.
-    Refuse(Box<WorkspaceStatus>),
-    /// The pod did not start (a permanent blocker, or its start deadline passed): the
-    /// workspace failed, or its pod is to be re-created elsewhere (`start`).
-    RecordStartFailure {
-        status: Box<WorkspaceStatus>,
-        blocker: &'static str,
-        class: &'static str,
-    },
-    /// Delete, without grace, a pod lifeguard released once the kubelet reports all its
-    /// containers terminated (`stuck_terminating`): routine, so no Event.
-    RemoveStoppedPod,
-    /// Delete, without grace, a released pod still Terminating long after its grace period
-    /// with no container running (`stuck_terminating`).
-    ForceDeletePod {
-        cause: String,
-    },
-    /// Delete the pod; `Some(0)` for rejected pods, where nothing ran. `cause` says why,
-    /// for the Event.
-    DeletePod {
-        grace_seconds: Option<i64>,
-        cause: String,
-    },
-    /// Remove our finalizer from the pod (final state recorded, disposal done).
-    ReleasePod,
-    /// Record that an evicted workspace's pod is gone (status written, an Event naming who
-    /// evicted it): it starts again, or stays Stopped (`eviction`).
-    RecordEviction {
-        status: Box<WorkspaceStatus>,
-        note: String,
-    },
-    /// Record how a confirmed disposal ended (`DisposalConfirmed`, an Event, and when the
-    /// work may be lost a counter); the pod is released next.
-    RecordDisposal(Box<WorkspaceStatus>),
-    RemoveWorkspaceFinalizer,
-    /// Nothing to do before this instant (unless a watch event comes first).
-    WaitUntil(Timestamp),
-    /// Nothing to do until something changes.
-    Idle,
-}
+pub use crate::settings::Settings;
+pub use crate::workspace::action::Action;
 
 /// The `drain: true` window that asked this workspace to stop, if one did.
 fn drained_by(ws: &Workspace) -> Option<&str> {

@@ -19,8 +19,8 @@ use lifeguard_api::start_blocker::{self, BlockerClass, StartBlocker};
 use lifeguard_api::workspace::{PodRejection, condition};
 use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceStatus};
 
+use crate::settings::Settings;
 use crate::status::{set_condition, set_failed, set_not_ready_because};
-use crate::workspace::plan::Settings;
 
 /// Reason of a start that passed its deadline (condition, `lastRejection`, Event).
 pub const REASON_START_TIMEOUT: &str = "StartTimeout";

@@ -14,7 +14,7 @@ use lifeguard_api::workspace::condition;
 use lifeguard_api::{Workspace, WorkspacePhase, WorkspaceStatus};
 
 use crate::status::set_condition;
-use crate::workspace::plan::Action;
+use crate::workspace::action::Action;
 
 /// `Ready` condition reason of a workspace whose unsteered pod is being replaced.
 pub const REASON_RESTEERED: &str = "Resteered";

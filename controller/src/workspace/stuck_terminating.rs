@@ -20,7 +20,8 @@ use k8s_openapi::api::core::v1::Pod;
 use lifeguard_api::names::RELEASED_ANNOTATION;
 
 use crate::pod_ended::nothing_left_to_stop;
-use crate::workspace::plan::{Action, Settings};
+use crate::settings::Settings;
+use crate::workspace::action::Action;
 
 /// When the pod counts as stuck, if it is a candidate at all.
 pub fn stuck_at(pod: &Pod, settings: &Settings) -> Option<Timestamp> {

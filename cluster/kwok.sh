@@ -129,11 +129,30 @@ remove_fake_node() {
   fi
 }
 
+# Pods bound to any fake node of this script (one list, whatever the number of nodes).
+pods_on_fake_nodes() {
+  kc get pods -A -o jsonpath='{range .items[*]}{.metadata.namespace} {.metadata.name} {.spec.nodeName}{"\n"}{end}' \
+    2>/dev/null | awk -v p="$LG_FAKE_PREFIX-" 'index($3, p) == 1 {print $1, $2}'
+}
+
 fake_nodes_down() {
-  local n others
+  local others left
   step "remove fake nodes and stop kwok"
   if running kube-apiserver; then
-    for n in $(fake_names); do remove_fake_node "$n"; done
+    # All at once, while kwok still runs to play their pods' graceful delete (see
+    # remove_fake_node); one list a second watches them go.
+    kc delete nodes -l "$LG_FAKE_LABEL=true" --wait=false >>"$LG_LOGS/kubectl.log" 2>&1 ||
+      say "warning: could not delete the fake nodes (see $LG_LOGS/kubectl.log)"
+    local deadline=$((SECONDS + 120))
+    while left=$(pods_on_fake_nodes | grep -c . || true); [ "$left" -gt 0 ] && [ $SECONDS -lt $deadline ]; do
+      sleep 1
+    done
+    if [ "$left" -gt 0 ]; then
+      say "warning: $left pod(s) still on fake nodes; deleting them without grace"
+      pods_on_fake_nodes | while read -r ns pod; do
+        kc -n "$ns" delete pod "$pod" --grace-period=0 --force --wait=false >>"$LG_LOGS/kubectl.log" 2>&1 || true
+      done
+    fi
     others=$(kc get nodes -o jsonpath="{range .items[*]}{.metadata.annotations.kwok\.x-k8s\.io/node}{\"\n\"}{end}" 2>/dev/null |
       grep -c '^fake$' || true)
     [ "$others" = 0 ] ||

@@ -421,3 +421,17 @@ pub async fn wait_window_enforced_for(
     )
     .await
 }
+
+/// Sets the replicas of a component's Deployment (the webhook's or the controller's).
+pub async fn scale(client: &Client, component: Component, replicas: i32) -> anyhow::Result<()> {
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), LIFEGUARD_NAMESPACE);
+    let patch = serde_json::json!({"spec": {"replicas": replicas}});
+    deployments
+        .patch(
+            component.app(),
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await?;
+    Ok(())
+}

@@ -11,6 +11,7 @@ mod components;
 pub mod cpu_tally;
 mod disposal_agent;
 mod docs;
+mod evictions;
 mod local_nodes;
 mod namespace;
 pub mod prober;
@@ -32,11 +33,12 @@ pub use components::{
     CONTROLLER_LEASE, Component, LIFEGUARD_NAMESPACE, arg_value, controller_leader,
     controller_series_by_label, declared_container, http_get, kill_pod, leader_and_standby,
     local_pid, metric_sum, metric_value, ops_url, pod_says_it_leads, ready_pods,
-    reconciles_by_action, review_at, review_on, stop_pod, wait_ready_pods, wait_window_enforced,
-    wait_window_enforced_for,
+    reconciles_by_action, review_at, review_on, scale, stop_pod, wait_ready_pods,
+    wait_window_enforced, wait_window_enforced_for,
 };
 pub use disposal_agent::{RECEIPTS_ROLE, bind_the_stand_in, receipts_agent};
 pub use docs::{documented_block, run_documented};
+pub use evictions::evict_once;
 pub use local_nodes::{SECOND_NODE, StoppedNode, lifeguard_cluster, wait_settled};
 pub use namespace::{
     E2E_NAMESPACE_LABEL, NAMESPACE_LABEL, create_usable_namespace, unique_name, with_namespace,

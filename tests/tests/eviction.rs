@@ -15,7 +15,7 @@ use anyhow::{Context as _, bail, ensure};
 use futures::StreamExt;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, EvictParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
 use lifeguard_api::eviction::{EvictionNotice, EvictionRecord, REASON_EVICTED};
@@ -23,7 +23,8 @@ use lifeguard_api::names::{POD_FINALIZER, WORKSPACE_LABEL, pod_name};
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::prober::{PROBED_NODE, cluster_lock};
 use lifeguard_e2e::{
-    LOCAL_KUBECONFIG, SECOND_NODE, events_about, wait_for, wait_phase, with_namespace, workspace,
+    LOCAL_KUBECONFIG, SECOND_NODE, events_about, evict_once, wait_for, wait_phase, with_namespace,
+    workspace,
 };
 use serde_json::json;
 
@@ -57,32 +58,6 @@ fn recorded(ws: &Workspace) -> Option<EvictionRecord> {
 
 fn pod_uid(pod: &Pod) -> String {
     pod.metadata.uid.clone().unwrap_or_default()
-}
-
-/// The API's answer to one eviction of pod `name` in `ns`: (code, message). A client
-/// without kube's default retries, which would retry a 429 until the pod is gone, as a
-/// drain tool does; here each answer is the point.
-async fn evict(ns: &str, name: &str, dry_run: bool) -> anyhow::Result<(u16, String)> {
-    let mut config = lifeguard_e2e::cluster_config().await?;
-    config.default_retry = false;
-    let pods: Api<Pod> = Api::namespaced(Client::try_from(config)?, ns);
-    // Dry run as `kubectl drain --dry-run=server` asks it, and as the API server passes it
-    // to admission (the query parameter).
-    let params = EvictParams {
-        delete_options: dry_run.then(|| DeleteParams {
-            dry_run: true,
-            ..DeleteParams::default()
-        }),
-        post_options: PostParams {
-            dry_run,
-            ..PostParams::default()
-        },
-    };
-    match pods.evict(name, &params).await {
-        Ok(_) => Ok((201, String::new())),
-        Err(kube::Error::Api(s)) => Ok((s.code, s.message)),
-        Err(e) => Err(e.into()),
-    }
 }
 
 /// When the Event `reason` about Workspace `name` was last recorded.
@@ -317,7 +292,7 @@ async fn an_evicted_workspace_is_saved_and_comes_back() {
         let (times, watch) = watch_pods(&client, &ns);
         let outcome = async {
             // A dry run is answered as the eviction would be, and changes nothing.
-            let (code, message) = evict(&ns, &pod, true).await?;
+            let (code, message) = evict_once(&ns, &pod, true).await?;
             ensure!(code == 429, "a dry-run eviction: {code} {message}");
             let untouched = workspaces.get(name).await?;
             ensure!(
@@ -330,7 +305,7 @@ async fn an_evicted_workspace_is_saved_and_comes_back() {
                 "a dry run stopped the pod"
             );
 
-            let (code, message) = evict(&ns, &pod, false).await?;
+            let (code, message) = evict_once(&ns, &pod, false).await?;
             ensure!(code == 429, "the eviction: {code} {message}");
             // The first eviction is recorded by this very request: the controller has not
             // started the stop yet.
@@ -340,7 +315,7 @@ async fn an_evicted_workspace_is_saved_and_comes_back() {
             );
             ensure!(message.contains(&expected), "the answer: {message}");
             // Asked again while it is being saved: the same answer, no second stop.
-            let (again, message) = evict(&ns, &pod, false).await?;
+            let (again, message) = evict_once(&ns, &pod, false).await?;
             let still_held = pods
                 .get_opt(&pod)
                 .await?
@@ -398,7 +373,7 @@ async fn a_workspace_that_asks_to_stop_on_eviction_stays_stopped() {
             .build()?;
         workspaces.create(&PostParams::default(), &ws).await?;
         wait_phase(&workspaces, "st", WorkspacePhase::Running, TIMEOUT).await?;
-        let (code, message) = evict(&ns, &pod_name("st"), false).await?;
+        let (code, message) = evict_once(&ns, &pod_name("st"), false).await?;
         ensure!(code == 429, "the eviction: {code} {message}");
         // Stopped once its pod is released, then the eviction recorded as acted on.
         let stopped = wait_for(

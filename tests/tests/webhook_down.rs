@@ -1,15 +1,19 @@
 //! The webhook down: deleting a Workspace (whose finalizer removal is an UPDATE) still
-//! completes, while creating one is refused (the CREATE gate fails closed). Disruptive:
-//! it takes the webhook away for everyone, so test-all runs it alone with `--ignored`.
+//! completes, while creating one is refused (the CREATE gate fails closed), and an eviction
+//! goes through (`pods/eviction` fails open, docs/webhook.md) with the work still saved: the
+//! pod's disposal finalizer holds it until the backup agent answers; only the restart is
+//! lost. Disruptive: it takes the webhook away for everyone, so test-all runs it alone with
+//! `--ignored`.
 
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Endpoints, Pod};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, EvictParams, ListParams, PostParams};
+use lifeguard_api::names::pod_name;
+use lifeguard_api::workspace::condition;
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    Component, LIFEGUARD_NAMESPACE, poll_until, wait_for, wait_gone, wait_ready_pods,
+    Component, LIFEGUARD_NAMESPACE, poll_until, scale, wait_for, wait_gone, wait_ready_pods,
     with_namespace, workspace,
 };
 use serde_json::json;
@@ -17,19 +21,6 @@ use serde_json::json;
 const TIMEOUT: Duration = Duration::from_secs(90);
 /// The webhook's stop: `--shutdown-delay` plus its wait for idle connections (docs/webhook.md).
 const STOP_TIMEOUT: Duration = Duration::from_secs(150);
-
-async fn scale_webhook(client: &kube::Client, replicas: i32) -> anyhow::Result<()> {
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), LIFEGUARD_NAMESPACE);
-    let patch = json!({"spec": {"replicas": replicas}});
-    deployments
-        .patch(
-            "lifeguard-webhook",
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await?;
-    Ok(())
-}
 
 #[tokio::test]
 #[ignore = "disruptive: takes the webhook away; test-all runs it alone with --ignored"]
@@ -43,8 +34,20 @@ async fn deleting_a_workspace_needs_no_webhook_but_creating_one_does() {
             w.status.as_ref().and_then(|s| s.phase) == Some(WorkspacePhase::Running)
         })
         .await?;
+        // Its disposal is confirmed by the prober's stand-in agent (a 3 s save).
+        lifeguard_e2e::bind_the_stand_in(&client).await?;
+        let saved = workspace("sam")
+            .spec(json!({"confirmDisposal": true}))
+            .pod_labels(json!({"disposal-standin": "true"}))
+            .small_requests()
+            .build()?;
+        workspaces.create(&PostParams::default(), &saved).await?;
+        wait_for(&workspaces, "sam", TIMEOUT, "Running", |w| {
+            w.status.as_ref().and_then(|s| s.phase) == Some(WorkspacePhase::Running)
+        })
+        .await?;
 
-        scale_webhook(&client, 0).await?;
+        scale(&client, Component::Webhook, 0).await?;
         let outcome = async {
             let endpoints: Api<Endpoints> = Api::namespaced(client.clone(), LIFEGUARD_NAMESPACE);
             poll_until("the webhook Service without endpoints", TIMEOUT, || async {
@@ -70,6 +73,31 @@ async fn deleting_a_workspace_needs_no_webhook_but_creating_one_does() {
                 Ok((left == 0).then_some(()))
             })
             .await?;
+            // An eviction is not held: the API server evicts, the disposal finalizer holds
+            // the pod until the agent confirmed the save, and the workspace stays Stopped.
+            let workspace_pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+            workspace_pods
+                .evict(&pod_name("sam"), &EvictParams::default())
+                .await?;
+            let stopped = wait_for(&workspaces, "sam", TIMEOUT, "Stopped", |w| {
+                w.status.as_ref().and_then(|s| s.phase) == Some(WorkspacePhase::Stopped)
+            })
+            .await?;
+            let status = stopped.status.unwrap_or_default();
+            let disposal = status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == condition::DISPOSAL_CONFIRMED)
+                .map(|c| (c.status.clone(), c.reason.clone()));
+            anyhow::ensure!(
+                disposal.as_ref().is_some_and(|(s, _)| s == "True"),
+                "the work was saved before the pod went: {disposal:?}"
+            );
+            anyhow::ensure!(
+                status.last_eviction.is_none() && status.pod_starts == 1,
+                "not restarted without the webhook: {status:?}"
+            );
+            wait_gone(&workspace_pods, &pod_name("sam"), TIMEOUT).await?;
             // Deleting: the controller stops the pod, releases its finalizer and then the
             // Workspace's, all UPDATEs, with no webhook to answer.
             workspaces.delete("quinn", &DeleteParams::default()).await?;
@@ -90,7 +118,7 @@ async fn deleting_a_workspace_needs_no_webhook_but_creating_one_does() {
             anyhow::Ok(())
         }
         .await;
-        scale_webhook(&client, 2).await?;
+        scale(&client, Component::Webhook, 2).await?;
         wait_ready_pods(&client, Component::Webhook, 2, TIMEOUT).await?;
         outcome
     })

@@ -3,7 +3,7 @@
 //! deletion, one save), the window counts it once, and the window's stop stands: the
 //! eviction does not start it again while the window drains.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use jiff::SignedDuration;
 use kube::api::{Api, PostParams};
@@ -12,8 +12,8 @@ use lifeguard_api::names::pod_name;
 use lifeguard_api::workspace::condition;
 use lifeguard_api::{Workspace, WorkspacePhase};
 use lifeguard_e2e::{
-    bind_the_stand_in, close_window, events_about, evict_once, open_window, wait_for, wait_phase,
-    with_namespace, workspace,
+    bind_the_stand_in, close_window, events_about, evict_once, open_window, wait_drained, wait_for,
+    wait_phase, with_namespace, workspace,
 };
 use serde_json::json;
 
@@ -71,14 +71,15 @@ async fn a_window_and_an_eviction_at_once_stop_the_workspace_once() {
                 deletions == 1 && saves == 1,
                 "one stop, one save: {events:?}"
             );
+            // The window's status follows its survey: once it says Drained, its count is
+            // the whole drain's.
+            wait_drained(&client, &window, Instant::now(), TIMEOUT).await?;
             let windows: Api<MaintenanceWindow> = Api::all(client.clone());
-            let counted = wait_for(&windows, &window, TIMEOUT, "the drain counted", |w| {
-                w.status
-                    .as_ref()
-                    .is_some_and(|s| s.workspaces_drained.is_some())
-            })
-            .await?;
-            let drained = counted.status.and_then(|s| s.workspaces_drained);
+            let drained = windows
+                .get(&window)
+                .await?
+                .status
+                .and_then(|s| s.workspaces_drained);
             anyhow::ensure!(drained == Some(1), "counted once: {drained:?}");
             anyhow::Ok(())
         }

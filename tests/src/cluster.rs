@@ -234,6 +234,29 @@ pub async fn apiserver_requests(client: &Client) -> anyhow::Result<BTreeMap<Stri
     .await
 }
 
+/// When the Event `reason` about Workspace `name` was last recorded.
+pub async fn workspace_event_time(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    reason: &str,
+) -> anyhow::Result<Option<jiff::Timestamp>> {
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), ns);
+    Ok(events
+        .list(&Default::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.reason.as_deref() == Some(reason)
+                && e.regarding.as_ref().is_some_and(|r| {
+                    r.kind.as_deref() == Some("Workspace") && r.name.as_deref() == Some(name)
+                })
+        })
+        .filter_map(|e| e.event_time.map(|t| t.0))
+        .max())
+}
+
 #[cfg(test)]
 mod counter_tests {
     use super::*;

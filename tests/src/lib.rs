@@ -27,7 +27,7 @@ pub use admissions::Admissions;
 pub use cluster::{
     BUSYBOX_IMAGE, LOCAL_KUBECONFIG, MetricLabels, apiserver_counter_sums, apiserver_requests,
     apply_crds, client, config as cluster_config, events_about, node_name, wait_workspace_events,
-    workspace_event_reasons,
+    workspace_event_reasons, workspace_event_time,
 };
 pub use components::{
     CONTROLLER_LEASE, Component, LIFEGUARD_NAMESPACE, arg_value, controller_leader,

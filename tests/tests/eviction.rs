@@ -60,29 +60,6 @@ fn pod_uid(pod: &Pod) -> String {
     pod.metadata.uid.clone().unwrap_or_default()
 }
 
-/// When the Event `reason` about Workspace `name` was last recorded.
-async fn event_time(
-    client: &Client,
-    ns: &str,
-    name: &str,
-    reason: &str,
-) -> anyhow::Result<Option<Timestamp>> {
-    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), ns);
-    Ok(events
-        .list(&Default::default())
-        .await?
-        .items
-        .into_iter()
-        .filter(|e| {
-            e.reason.as_deref() == Some(reason)
-                && e.regarding.as_ref().is_some_and(|r| {
-                    r.kind.as_deref() == Some("Workspace") && r.name.as_deref() == Some(name)
-                })
-        })
-        .filter_map(|e| e.event_time.map(|t| t.0))
-        .max())
-}
-
 /// Running again after the eviction of pod `old_uid`.
 fn back_after(ws: &Workspace, old_uid: &str) -> bool {
     ws.status.as_ref().is_some_and(|s| {
@@ -346,7 +323,9 @@ async fn an_evicted_workspace_is_saved_and_comes_back() {
             eprintln!("Event Evicted: {note}");
             ensure!(note.contains("its work was saved"), "{note}");
             nothing_terminating(&pods).await?;
-            let saved = event_time(&client, &ns, name, "DisposalConfirmed").await?;
+            let saved =
+                lifeguard_e2e::workspace_event_time(&client, &ns, name, "DisposalConfirmed")
+                    .await?;
             let timeline = {
                 let t = times
                     .lock()
@@ -490,7 +469,7 @@ async fn kubectl_drain_without_force_saves_every_workspace_and_brings_it_back_el
                 ensure!(note.contains("its work was saved"), "{name}: {note}");
                 let notice_event = notice_event(&client, &ns, name, &eviction.by).await?;
                 eprintln!("{name}: Event EvictionNotice: {notice_event}");
-                let saved = event_time(&client, &ns, name, "DisposalConfirmed").await?;
+                let saved = lifeguard_e2e::workspace_event_time(&client, &ns, name, "DisposalConfirmed").await?;
                 let t = times.lock().map_err(|_| anyhow::anyhow!("watch poisoned"))?;
                 // The pod the IDE runs in carried the notice before its delete was asked.
                 let (told, notice) = t

@@ -275,29 +275,6 @@ fn karpenter_evictions() -> anyhow::Result<BTreeMap<String, f64>> {
     Ok(by_code)
 }
 
-/// When the Event `reason` about Workspace `name` was last recorded.
-async fn event_time(
-    client: &Client,
-    ns: &str,
-    name: &str,
-    reason: &str,
-) -> anyhow::Result<Option<Timestamp>> {
-    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), ns);
-    Ok(events
-        .list(&Default::default())
-        .await?
-        .items
-        .into_iter()
-        .filter(|e| {
-            e.reason.as_deref() == Some(reason)
-                && e.regarding.as_ref().is_some_and(|r| {
-                    r.kind.as_deref() == Some("Workspace") && r.name.as_deref() == Some(name)
-                })
-        })
-        .filter_map(|e| e.event_time.map(|t| t.0))
-        .max())
-}
-
 /// Stops Karpenter (and kwok, when this test started it) when dropped, whatever the test did;
 /// the pool's NodeClaims and nodes are gone by then (`remove_pool`).
 struct Tools {
@@ -465,7 +442,7 @@ async fn karpenter_drift_evicts_through_lifeguard_and_the_node_goes_only_after_e
                 .await?;
                 eprintln!("{name}: Event Evicted: {note}");
                 ensure!(note.contains("its work was saved"), "{name}: {note}");
-                let confirmed = event_time(&client, &ns, name, "DisposalConfirmed").await?;
+                let confirmed = lifeguard_e2e::workspace_event_time(&client, &ns, name, "DisposalConfirmed").await?;
                 rows.push((name, uid.clone(), old_node.clone(), eviction.time.0, confirmed, now_on));
             }
 
